@@ -1,0 +1,69 @@
+--- cprof.auto: `lua5.4 -l cprof.auto script.lua` profiles the whole program and prints the
+--- report to stderr when it exits, however it exits: the end of the script, an error,
+--- os.exit(n) with or without closing the state.
+---
+--- CPROF_SORT: sort keys, comma-separated (default "cumulative").
+--- CPROF_LIMIT: how many rows to print (default 30; 0 or "all" for every row).
+
+local cprof = require "cprof"
+local core = require "cprof.core"
+local report = require "cprof.report"
+
+local prof = cprof.Profile()
+local reported = false
+
+local function say(msg)
+  io.stderr:write("cprof: ", msg, "\n")
+end
+
+local function sort_keys()
+  local s = os.getenv("CPROF_SORT")
+  if s == nil or s == "" then return { "cumulative" } end
+  local keys = {}
+  for k in s:gmatch("[^,%s]+") do keys[#keys + 1] = tonumber(k) or k end
+  return keys
+end
+
+local function row_limit()
+  local s = os.getenv("CPROF_LIMIT")
+  if s == nil or s == "" then return 30 end
+  if s == "all" or s == "0" then return nil end
+  local n = tonumber(s)
+  if not n or n < 0 or n % 1 ~= 0 then
+    say(("CPROF_LIMIT must be a whole number or 'all', not '%s'; printing 30 rows"):format(s))
+    return 30
+  end
+  return n
+end
+
+local function finish()
+  if reported then return end
+  reported = true
+  prof:disable()
+  local stats = prof:getstats()
+  local ok, err = pcall(report.print, stats, { sort = sort_keys(), limit = row_limit(),
+                                               stream = io.stderr })
+  if not ok then
+    say("CPROF_SORT: " .. tostring(err) .. "; sorting by cumulative time")
+    ok, err = pcall(report.print, stats, { sort = "cumulative", limit = row_limit(),
+                                          stream = io.stderr })
+    if not ok then say("could not print the report: " .. tostring(err)) end
+  end
+end
+
+local exit = os.exit
+local function exit_after_report(...)
+  finish()
+  return exit(...)
+end
+os.exit = exit_after_report
+
+-- Created after the profile, so its finalizer runs first when the state closes.
+local at_close = setmetatable({}, { __gc = finish })
+
+core.mark_internal(finish)
+core.mark_internal(exit_after_report)
+
+prof:enable()
+
+return { profile = prof, at_close = at_close }

@@ -1,0 +1,154 @@
+/*
+ * profiler.h — the profiler's data: functions, caller->callee edges, one shadow stack per
+ * coroutine. Memory grows with distinct functions, edges, coroutines and the deepest stack,
+ * never with the number of calls.
+ */
+#ifndef CPROF_PROFILER_H
+#define CPROF_PROFILER_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <lua.h>
+
+#include "cprof.h"
+#include "idxmap.h"
+
+/* cProfile's per-function and per-edge counters. `level` is how many activations are open
+   on running (not suspended) stacks; cumulative time is added only when it drops to zero. */
+typedef struct Stat {
+  uint64_t calls, rcalls;   /* total calls; calls made while already active (recursive) */
+  cprof_ticks it, tt;       /* inline (own) time; total (cumulative) time */
+  uint32_t level;
+} Stat;
+
+enum { KIND_LUA, KIND_MAIN, KIND_C };
+
+typedef struct Entry {
+  const void *cfunc; /* C: the function; Lua: NULL */
+  int line;          /* Lua: line defined; C: -1 */
+  char *source;      /* Lua: the chunk name: with `line`, the identity of a prototype */
+  size_t srclen;
+  char *file, *name; /* as reported */
+  uint8_t kind;
+  uint8_t internal;  /* a profiler function: left out when it is open at disable() */
+  uint8_t name_tries;/* calls left on which to look for a better name */
+  Stat s;
+} Entry;
+
+/* One address under which a function was seen. A chunk loaded twice has two chunk-name
+   strings, so one entry can have several keys; the entry itself is unique by content. */
+typedef struct Key {
+  const void *ptr;
+  int line;
+  uint32_t entry;
+} Key;
+
+typedef struct Edge {
+  uint32_t caller, callee;
+  Stat s;
+} Edge;
+
+typedef struct Frame {
+  const void *ci;          /* identity of the Lua activation (lua_Debug.i_ci) */
+  uint32_t entry, edge;    /* edge is IDX_NONE for a root */
+  cprof_ticks t0, subt;    /* start; time spent in callees */
+} Frame;
+
+typedef struct Profiler Profiler;
+
+typedef struct Stack {
+  Profiler *P;
+  lua_State *L;
+  uint64_t id;             /* never reused: tells this stack from a dead thread's at the same address */
+  Frame *f;
+  uint32_t n, cap;
+  struct Stack *resumer;   /* the stack that resumed this coroutine, while it runs */
+  cprof_ticks switch_in;   /* when control last passed into this coroutine */
+  cprof_ticks suspended_at;
+  int suspended;           /* yielded: its frames are out of the recursion levels, their clocks stopped */
+  int seen;                /* marked by a sweep: the thread is still alive */
+  /* The hook the program had on this thread, called for the events it asked for. */
+  lua_Hook prev_hook;
+  int prev_mask, prev_count;
+} Stack;
+
+struct Profiler {
+  cprof_timer timer;
+  Entry *entries;
+  uint32_t nentries, centries;
+  IdxMap cmap;             /* entries by content */
+  Key *keys;
+  uint32_t nkeys, ckeys;
+  IdxMap kmap;             /* keys by address: the map every call event probes */
+  Edge *edges;
+  uint32_t nedges, cedges;
+  IdxMap gmap;
+  Stack **stacks;
+  uint32_t nstacks, cstacks;
+  IdxMap smap;
+  uint32_t sweep_at;       /* sweep dead coroutines' stacks when nstacks reaches this */
+  uint64_t next_stack_id;
+  Stack *cur;              /* the stack of the last event */
+  lua_State *owner;        /* main thread of the state the profiler is enabled on */
+  int enabled;
+  int oom;                 /* an allocation failed: events were dropped, the report says so */
+  uint64_t dropped;
+};
+
+int prof_init(Profiler *P, const cprof_timer *timer);
+void prof_free(Profiler *P);
+/* Forgets every number; keeps the timer. Only while disabled. */
+int prof_clear(Profiler *P);
+
+static inline uint32_t hash_ptr(const void *p, int line) {
+  return (uint32_t)idx_mix64((uint64_t)(uintptr_t)p ^ ((uint64_t)(uint32_t)line << 48));
+}
+
+/* The entry of a function seen under this address: Lua functions are (chunk name text, line
+   defined) with `source` the chunk name; C functions are (function, -1) with source NULL.
+   The fast path: one probe and, for Lua, one comparison of the chunk name. */
+static inline uint32_t prof_find_key(Profiler *P, const void *ptr, int line, const char *source,
+                                     size_t srclen);
+/* The slow path of a miss: finds the entry by content, or returns IDX_NONE so that the caller
+   names the function and calls prof_add_entry. Records the new address either way. */
+uint32_t prof_find_content(Profiler *P, const void *ptr, int line, const char *source,
+                           size_t srclen);
+/* Adds an entry and its address; takes ownership of file and name (malloc'd).
+   IDX_NONE when out of memory (file and name are freed). */
+uint32_t prof_add_entry(Profiler *P, const void *ptr, int line, const char *source, size_t srclen,
+                        char *file, char *name, int kind);
+uint32_t prof_edge(Profiler *P, uint32_t caller, uint32_t callee);
+
+typedef struct KeyProbe {
+  Profiler *P;
+  const void *ptr;
+  int line;
+  const char *source;
+  size_t srclen;
+} KeyProbe;
+
+static inline int key_matches(const KeyProbe *q, uint32_t k) {
+  const Key *key = &q->P->keys[k];
+  if (key->ptr != q->ptr || key->line != q->line) return 0;
+  if (!q->source) return 1;
+  /* The address of a collected chunk's name can be reused by another chunk. */
+  const Entry *e = &q->P->entries[key->entry];
+  return e->srclen == q->srclen && memcmp(e->source, q->source, q->srclen) == 0;
+}
+
+static inline uint32_t prof_find_key(Profiler *P, const void *ptr, int line, const char *source,
+                                     size_t srclen) {
+  KeyProbe q = {P, ptr, line, source, srclen};
+  uint32_t h = hash_ptr(ptr, line), k;
+  IDXMAP_FIND(&P->kmap, h, key_matches, &q, k);
+  return k == IDX_NONE ? IDX_NONE : P->keys[k].entry;
+}
+
+Stack *prof_find_stack(Profiler *P, lua_State *L);
+Stack *prof_new_stack(Profiler *P, lua_State *L);
+void prof_drop_stack(Profiler *P, Stack *st);
+int stack_grow(Stack *st);
+
+#endif
