@@ -57,6 +57,7 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
 }
 
 void eng_return(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
+  st->last = now;
   if (st->n == 0) return;
   if (st->f[st->n - 1].ci != ci) {
     int64_t at = find_frame(st, ci);
@@ -96,18 +97,18 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
     int status = lua_status(from->L);
     int back = to == from->resumer;
     if (back) {
-      /* Control came back: everything since the resume is the resumer's callee time. */
-      if (to->n > 0) to->f[to->n - 1].subt += now - from->switch_in;
+      /* Control came back: all the coroutine did is the resumer's callee time. */
+      if (to->n > 0) to->f[to->n - 1].subt += from->last - from->switch_in;
     } else if (status == LUA_OK && from->n > 0) {
       to->resumer = from;  /* `from` is still running, so it resumed `to` */
       to->switch_in = now;
     }
     if (back || status != LUA_OK) from->resumer = NULL;
     if (status == LUA_YIELD) {
-      if (!from->suspended) suspend(P, from, now);
+      if (!from->suspended) suspend(P, from, from->last);
     } else if (back || status != LUA_OK) {
       dead = 1;  /* finished, or killed by an error: its frames were unwound */
-      eng_close_all(P, from, now);
+      eng_close_all(P, from, from->last);
     }
   }
   if (to->suspended) resume(P, to, now);

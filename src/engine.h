@@ -17,13 +17,18 @@ static inline cprof_ticks eng_now(Profiler *P) { return P->timer.read(P->timer.u
    it after this returns so the bookkeeping is not charged to the callee.
    Returns 0, or -1 when out of memory (the call is not recorded). */
 int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint32_t entry);
-static inline void eng_started(Stack *st, cprof_ticks now) { st->f[st->n - 1].t0 = now; }
+static inline void eng_started(Stack *st, cprof_ticks now) {
+  st->f[st->n - 1].t0 = now;
+  st->last = now;
+}
 
 /* The return of activation `ci`: closes it and anything above it that was unwound. A return
    of an activation that was never seen (entered before enable()) closes every frame. */
 void eng_return(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
 
-/* Control passed from the thread of `from` (may be NULL) to the thread of `to`.
+/* Control passed from the thread of `from` (may be NULL) to the thread of `to`, whose event at
+   `now` this is. `from` is charged up to its own last event, so the time between the two events
+   (the switch itself) stays with the frame that made it, and callee times add up.
    Returns 1 when `from` is dead (finished or killed by an error): the caller drops it. */
 int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now);
 

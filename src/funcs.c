@@ -12,6 +12,29 @@
 
 static const char INTERNAL_KEY = 'i';
 
+lua_CFunction funcs_resume, funcs_wrap;
+
+static int noop(lua_State *L) {
+  (void)L;
+  return 0;
+}
+
+void funcs_setup(lua_State *L) {
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  lua_getfield(L, -1, "coroutine");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "resume");
+    if (lua_iscfunction(L, -1)) funcs_resume = lua_tocfunction(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, -1, "wrap");
+    lua_pushcfunction(L, noop);
+    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_iscfunction(L, -1))
+      funcs_wrap = lua_tocfunction(L, -1);
+  }
+  lua_settop(L, top);
+}
+
 static char *dupstr(const char *s) {
   size_t n = strlen(s) + 1;
   char *d = malloc(n);
@@ -27,11 +50,24 @@ static size_t source_len(const lua_Debug *ar) {
 #endif
 }
 
+/* Where a name comes from: globals first, then Lua's standard libraries, then other modules, so
+   that table.insert is not called by the name some library re-exports it under. */
+static int module_rank(const char *mod) {
+  static const char *const stdlib[] = {"string", "table", "math", "io", "os", "coroutine",
+                                       "utf8", "debug", "package", "bit", "jit", NULL};
+  if (strcmp(mod, "_G") == 0) return 0;
+  for (int i = 0; stdlib[i]; i++)
+    if (strcmp(mod, stdlib[i]) == 0) return 1;
+  return 2;
+}
+
 /* A module-qualified global name for the function at the top of the stack, the way
-   luaL_traceback finds one ("string.format"; "_G." dropped). When several names reach it the
-   shortest wins, then the alphabetically first: table order varies between runs. */
+   luaL_traceback finds one ("string.format"; "_G." dropped). When several names reach it, the
+   best ranked module wins, then the shortest name, then the alphabetically first: table order
+   varies between runs. */
 static char *global_name(lua_State *L) {
   char *best = NULL;
+  int best_rank = 3;
   if (!lua_checkstack(L, 6)) return NULL;
   int fn = lua_gettop(L);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
@@ -43,20 +79,22 @@ static char *global_name(lua_State *L) {
   while (lua_next(L, -2)) {
     if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
       const char *mod = lua_tostring(L, -2);
+      int rank = module_rank(mod);
       lua_pushnil(L);
-      while (lua_next(L, -2)) {
+      while (rank <= best_rank && lua_next(L, -2)) {
         if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, fn)) {
           const char *field = lua_tostring(L, -2);
-          int global = strcmp(mod, "_G") == 0;
-          size_t len = strlen(field) + (global ? 0 : strlen(mod) + 1);
+          size_t len = strlen(field) + (rank == 0 ? 0 : strlen(mod) + 1);
           size_t blen = best ? strlen(best) : 0;
           char *cand = malloc(len + 1);
           if (cand) {
-            if (global) memcpy(cand, field, len + 1);
+            if (rank == 0) memcpy(cand, field, len + 1);
             else snprintf(cand, len + 1, "%s.%s", mod, field);
-            if (!best || len < blen || (len == blen && strcmp(cand, best) < 0)) {
+            if (!best || rank < best_rank || len < blen ||
+                (len == blen && strcmp(cand, best) < 0)) {
               free(best);
               best = cand;
+              best_rank = rank;
             } else {
               free(cand);
             }
@@ -64,6 +102,7 @@ static char *global_name(lua_State *L) {
         }
         lua_pop(L, 1);
       }
+      if (rank > best_rank) lua_pop(L, 1);  /* the inner loop stopped early: drop its key */
     }
     lua_pop(L, 1);
   }
@@ -137,7 +176,9 @@ static uint32_t create(Profiler *P, lua_State *L, lua_Debug *ar, const void *ptr
   } else if (kind == KIND_LUA && named) {
     name = dupstr(ar->name);
   } else {
-    name = global_name(L);
+    name = kind == KIND_C && ptr == (const void *)(uintptr_t)funcs_wrap && funcs_wrap
+               ? dupstr("function made by coroutine.wrap")
+               : global_name(L);
     if (name) {
       named = kind == KIND_C;  /* a Lua function may still get its call-site name */
     } else if (kind == KIND_C) {

@@ -8,6 +8,12 @@
 
 #include "profiler.h"
 
+/* The C functions behind coroutine.resume and the functions coroutine.wrap makes. */
+extern lua_CFunction funcs_resume, funcs_wrap;
+
+/* Finds them; once per state, when the module loads. */
+void funcs_setup(lua_State *L);
+
 /* The entry of the function that `ar` (a call event) is calling, created on first sight.
    Also returns the C function in *cf (NULL for Lua functions). IDX_NONE when out of memory.
    Leaves the Lua stack as it found it. */

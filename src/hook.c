@@ -17,7 +17,10 @@
 #define CI_OF(ar) ((const void *)(ar).i_ci)
 #define PER_THREAD_HOOKS 1
 #else
-/* LuaJIT: i_ci is the frame's offset in the thread's stack; its hook is one for all threads. */
+/* LuaJIT: i_ci is the frame's offset in the thread's stack (lua_getstack adds the frame size
+   in the high bits); its hook is one for all threads. A vararg function's frame moves up the
+   stack after its call event, so a Lua frame's offset is taken from the next event in its
+   thread: a call it makes (its offset is that call's parent) or its own return. */
 #define CI_OF(ar) ((const void *)(intptr_t)((ar).i_ci & 0xffff))
 #define PER_THREAD_HOOKS 0
 #endif
@@ -29,10 +32,6 @@ static const char THREADS_KEY = 't';   /* registry: weak-keyed table, thread -> 
    thread at a time, and several states may run in several threads, each with its own profiler. */
 static __thread __attribute__((tls_model("initial-exec"))) lua_State *last_L;
 static __thread __attribute__((tls_model("initial-exec"))) Stack *last_st;
-
-/* C functions that resume a coroutine: a coroutine created before enable() has no hook of ours
-   (Lua 5.4 hooks are per thread), so it gets one when it is resumed. */
-static lua_CFunction resume_fn, wrap_fn;
 
 static void hook(lua_State *L, lua_Debug *ar);
 
@@ -117,10 +116,8 @@ static Stack *adopt(Profiler *P, lua_State *L, int idx, lua_State *T) {
   return st;
 }
 
-/* The first event in L since an event in another thread. */
-static Stack *enter_thread(lua_State *L, lua_Debug *ar) {
-  Profiler *P = enabled_profiler(L);
-  if (!P) return NULL;
+/* The first event in L since an event in another thread; `now` is its time. */
+static Stack *enter_thread(Profiler *P, lua_State *L, lua_Debug *ar, cprof_ticks now) {
   Stack *st = prof_find_stack(P, L);
   /* A suspended stack continues with the return of the function that yielded; anything else
      means its thread died and this is another thread at the same address. */
@@ -149,7 +146,7 @@ static Stack *enter_thread(lua_State *L, lua_Debug *ar) {
   }
   if (st != P->cur) {
     Stack *from = P->cur;
-    if (eng_switch(P, from, st, eng_now(P))) drop_stack(P, from);
+    if (eng_switch(P, from, st, now)) drop_stack(P, from);
     P->cur = st;
   }
   last_L = L;
@@ -161,9 +158,7 @@ static Stack *enter_thread(lua_State *L, lua_Debug *ar) {
    profiling that never ran before disable(). It gets the main thread's hook, as it would have
    inherited it. */
 static void stray(lua_State *L, lua_Debug *ar) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-  lua_State *M = lua_tothread(L, -1);
-  lua_pop(L, 1);
+  lua_State *M = compat_main_thread(L);
   lua_Hook h = M ? lua_gethook(M) : NULL;
   if (h == hook) h = NULL;
   int mask = h ? lua_gethookmask(M) : 0;
@@ -175,7 +170,7 @@ static void stray(lua_State *L, lua_Debug *ar) {
    gets our hook, remembering its own. */
 static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction cf) {
   int top = lua_gettop(L);
-  if (cf == resume_fn) {
+  if (cf == funcs_resume) {
     if (!lua_getlocal(L, ar, 1)) return;
   } else {
     lua_getinfo(L, "f", ar);
@@ -194,25 +189,44 @@ static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CF
   lua_settop(L, top);
 }
 
-static void on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar) {
+/* `now` is the event's time when it was read before the bookkeeping (on a switch), else -1. */
+static void on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks now) {
   lua_CFunction cf;
   uint32_t e = funcs_resolve(P, L, ar, &cf);
   lua_Debug caller;
   const void *parent_ci = lua_getstack(L, 1, &caller) ? CI_OF(caller) : NULL;
+  if (!PER_THREAD_HOOKS && st->ci_pending) {
+    /* A call in the same slot is a tail call replacing the frame, not a call it makes. */
+    if (st->f[st->n - 1].ci != CI_OF(*ar)) st->f[st->n - 1].ci = parent_ci;
+    st->ci_pending = 0;
+  }
   if (e == IDX_NONE || eng_call(P, st, CI_OF(*ar), parent_ci, e)) {
     P->oom = 1;
     return;
   }
-  if (PER_THREAD_HOOKS && cf && (cf == resume_fn || cf == wrap_fn))
+  if (!PER_THREAD_HOOKS) st->ci_pending = P->entries[e].kind != KIND_C;
+  /* A coroutine created before enable() has no hook of ours (Lua 5.4 hooks are per thread),
+     so it gets one when it is resumed. */
+  if (PER_THREAD_HOOKS && cf && (cf == funcs_resume || cf == funcs_wrap))
     hook_resumed_thread(P, L, ar, cf);
-  eng_started(st, eng_now(P));
+  eng_started(st, now >= 0 ? now : eng_now(P));
 }
 
 static void hook(lua_State *L, lua_Debug *ar) {
-  Stack *st = L == last_L ? last_st : enter_thread(L, ar);
-  if (!st) {
-    if (!enabled_profiler(L)) stray(L, ar);
-    return;
+  Stack *st;
+  cprof_ticks now = -1;
+  if (L == last_L) {
+    st = last_st;
+  } else {
+    Profiler *P = enabled_profiler(L);
+    if (!P) {
+      stray(L, ar);
+      return;
+    }
+    /* A switch: one clock reading serves the switch and the event. */
+    now = eng_now(P);
+    st = enter_thread(P, L, ar, now);
+    if (!st) return;
   }
   Profiler *P = st->P;
   int event = ar->event == LUA_HOOKTAILCALL ? LUA_HOOKCALL : ar->event;
@@ -220,11 +234,15 @@ static void hook(lua_State *L, lua_Debug *ar) {
   if (P->oom) {
     P->dropped++;
   } else if (event == LUA_HOOKCALL) {
-    on_call(P, st, L, ar);
+    on_call(P, st, L, ar, now);
   } else if (event == LUA_HOOKRET) {
     /* Their hook first: it runs inside the returning function, as it would without us. */
     if (theirs) st->prev_hook(L, ar);
-    eng_return(P, st, CI_OF(*ar), eng_now(P));
+    if (!PER_THREAD_HOOKS && st->ci_pending) {
+      st->f[st->n - 1].ci = CI_OF(*ar);
+      st->ci_pending = 0;
+    }
+    eng_return(P, st, CI_OF(*ar), now >= 0 ? now : eng_now(P));
     return;
   }
   if (theirs) st->prev_hook(L, ar);
@@ -244,12 +262,12 @@ const char *hook_enable(Profiler *P, lua_State *L) {
     lua_rawsetp(L, LUA_REGISTRYINDEX, &THREADS_KEY);
   }
   lua_pop(L, 1);
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-  lua_State *M = lua_tothread(L, -1);
+  lua_State *M = compat_push_main_thread(L);
+  Stack *main_st = M && M != L ? adopt(P, L, -1, M) : NULL;
+  lua_pop(L, 1);
   lua_pushthread(L);
-  Stack *main_st = M && M != L ? adopt(P, L, -2, M) : NULL;
   Stack *st = adopt(P, L, -1, L);
-  lua_pop(L, 2);
+  lua_pop(L, 1);
   if (!st || (M && M != L && !main_st)) {
     prof_clear(P);
     return "out of memory";
@@ -314,9 +332,7 @@ static void program_hook(lua_State *L, lua_State *T, lua_Hook *h, int *mask, int
     *count = st->prev_count;
     return;
   }
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-  lua_State *M = lua_tothread(L, -1);
-  lua_pop(L, 1);
+  lua_State *M = compat_main_thread(L);
   *h = M && lua_gethook(M) != hook ? lua_gethook(M) : NULL;
   *mask = *h ? lua_gethookmask(M) : 0;
   *count = *h ? lua_gethookcount(M) : 0;
@@ -370,28 +386,12 @@ static int l_gethook(lua_State *L) {
   return lua_gettop(L);
 }
 
-static int noop(lua_State *L) {
-  (void)L;
-  return 0;
-}
-
 static const char WRAPPED_KEY = 'w';
 
 void hook_setup(lua_State *L) {
   int top = lua_gettop(L);
+  funcs_setup(L);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
-  lua_getfield(L, -1, "coroutine");
-  if (lua_istable(L, -1)) {
-    lua_getfield(L, -1, "resume");
-    if (lua_iscfunction(L, -1)) resume_fn = lua_tocfunction(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, -1, "wrap");
-    lua_pushcfunction(L, noop);
-    if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_iscfunction(L, -1))
-      wrap_fn = lua_tocfunction(L, -1);
-    lua_pop(L, 1);
-  }
-  lua_pop(L, 1);
   lua_rawgetp(L, LUA_REGISTRYINDEX, &WRAPPED_KEY);
   int wrapped = lua_toboolean(L, -1);
   lua_pop(L, 1);
@@ -413,3 +413,5 @@ void hook_setup(lua_State *L) {
   }
   lua_settop(L, top);
 }
+
+int hook_installed(lua_State *T) { return lua_gethook(T) == hook; }

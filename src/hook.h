@@ -20,4 +20,7 @@ void hook_disable(Profiler *P, lua_State *L);
 /* The profiler being freed without a disable (its state is closing): unregister it. */
 void hook_forget(Profiler *P, lua_State *L);
 
+/* Whether thread T has cprof's hook installed (for tests: the program itself never sees it). */
+int hook_installed(lua_State *T);
+
 #endif

@@ -164,6 +164,12 @@ static int l_mark_internal(lua_State *L) {
   return 0;
 }
 
+static int l_hooked(lua_State *L) {
+  lua_State *T = lua_type(L, 1) == LUA_TTHREAD ? lua_tothread(L, 1) : L;
+  lua_pushboolean(L, hook_installed(T));
+  return 1;
+}
+
 static const luaL_Reg methods[] = {
   {"enable", l_enable},       {"disable", l_disable},   {"clear", l_clear},
   {"getstats", l_getstats},   {"runcall", l_runcall},   {"is_enabled", l_isenabled},
@@ -188,6 +194,8 @@ int luaopen_cprof_core(lua_State *L) {
   lua_setfield(L, -2, "new");
   lua_pushcfunction(L, l_mark_internal);
   lua_setfield(L, -2, "mark_internal");
+  lua_pushcfunction(L, l_hooked);
+  lua_setfield(L, -2, "hooked");
   lua_getfield(L, -2, "__index");
   lua_setfield(L, -2, "methods");
   lua_remove(L, -2);

@@ -66,9 +66,11 @@ typedef struct Stack {
   uint32_t n, cap;
   struct Stack *resumer;   /* the stack that resumed this coroutine, while it runs */
   cprof_ticks switch_in;   /* when control last passed into this coroutine */
+  cprof_ticks last;        /* the time of its latest event: when control left it, seen from inside */
   cprof_ticks suspended_at;
   int suspended;           /* yielded: its frames are out of the recursion levels, their clocks stopped */
   int seen;                /* marked by a sweep: the thread is still alive */
+  int ci_pending;          /* LuaJIT: the top frame's activation id is provisional (see hook.c) */
   /* The hook the program had on this thread, called for the events it asked for. */
   lua_Hook prev_hook;
   int prev_mask, prev_count;

@@ -58,8 +58,15 @@ local function exit_after_report(...)
 end
 os.exit = exit_after_report
 
--- Created after the profile, so its finalizer runs first when the state closes.
-local at_close = setmetatable({}, { __gc = finish })
+-- Created after the profile, so its finalizer runs first when the state closes. LuaJIT calls
+-- finalizers of userdata only.
+local at_close
+if newproxy then
+  at_close = newproxy(true)
+  getmetatable(at_close).__gc = finish
+else
+  at_close = setmetatable({}, { __gc = finish })
+end
 
 core.mark_internal(finish)
 core.mark_internal(exit_after_report)

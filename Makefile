@@ -1,0 +1,277 @@
+# cprof — build, test, install.  `make help` lists the targets; README.md explains them.
+#
+# Every src/*.c is compiled into one Lua C module, cprof.core:
+#   build/lua5.4/cprof/core.so   make                (default LUA=lua5.4)
+#   build/luajit/cprof/core.so   make LUA=luajit
+#   build/asan/cprof/core.so     make asan           (lua5.4, AddressSanitizer + UBSan)
+# Objects go to build/<variant>/obj/.  Nothing outside build/ is ever written, except by
+# `make install` (PREFIX, DESTDIR) and `make deps` (Debian packages).
+
+.DEFAULT_GOAL := all
+
+# ---------------------------------------------------------------------------------------------
+# Which Lua
+
+LUA ?= lua5.4
+
+ifeq ($(LUA),lua5.4)
+  LUA_CMD     ?= lua5.4
+  LUA_VERSION := 5.4
+else ifeq ($(LUA),luajit)
+  LUA_CMD     ?= luajit
+  LUA_VERSION := 5.1
+else
+  $(error LUA must be lua5.4 or luajit, not '$(LUA)')
+endif
+
+# pkg-config name of each build variant, and the include flag used when pkg-config is absent
+# (it is only absent before `make deps` has run).
+pc.lua5.4        := lua5.4
+pc.luajit        := luajit
+pc.asan          := lua5.4
+pcfallback.lua5.4 := -I/usr/include/lua5.4
+pcfallback.luajit := -I/usr/include/luajit-2.1
+pcfallback.asan   := -I/usr/include/lua5.4
+
+# Deferred (=) so that pkg-config is asked only when a recipe runs, i.e. after `make deps`.
+lua_cflags = $(shell pkg-config --cflags $(pc.$(1)) 2>/dev/null || echo $(pcfallback.$(1)))
+
+# ---------------------------------------------------------------------------------------------
+# Compiler flags
+
+CC        ?= cc
+ASAN_CC   ?= gcc
+CFLAGS    ?= -O2
+CPPFLAGS  ?=
+LDFLAGS   ?=
+LIBS      := -lm -lpthread
+SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+
+BASE_CFLAGS = -std=c11 -Wall -Wextra -Werror
+
+cc.lua5.4 = $(CC)
+cc.luajit = $(CC)
+cc.asan   = $(ASAN_CC)
+
+cflags.lua5.4 = $(BASE_CFLAGS) $(CFLAGS) -fPIC -D_GNU_SOURCE $(CPPFLAGS) $(call lua_cflags,lua5.4)
+cflags.luajit = $(BASE_CFLAGS) $(CFLAGS) -fPIC -D_GNU_SOURCE $(CPPFLAGS) $(call lua_cflags,luajit)
+cflags.asan   = $(BASE_CFLAGS) $(SAN_FLAGS) -fPIC -D_GNU_SOURCE $(CPPFLAGS) $(call lua_cflags,asan)
+
+# The module is never linked against liblua: the interpreter that loads it provides the API.
+ldflags.lua5.4 = -shared $(LDFLAGS)
+ldflags.luajit = -shared $(LDFLAGS)
+# -z nodelete keeps the sanitized module mapped after lua_close() dlclose()s it, so that the
+# leak reports printed at exit can still name cprof's functions.
+ldflags.asan   = -shared $(SAN_FLAGS) -Wl,-z,nodelete $(LDFLAGS)
+
+SRCS := $(sort $(wildcard src/*.c))
+HDRS := $(sort $(wildcard src/*.h))
+
+# ---------------------------------------------------------------------------------------------
+# Paths
+
+RESULTS_DIR := build/test-results
+SPEC_DIR    ?= spec
+BUSTED      ?= /usr/bin/busted
+BUSTED_FLAGS ?=
+DEMO        ?= examples/json_demo.lua
+VALGRIND_RUN ?= examples/fib.lua 20
+BENCH_SCRIPTS ?= $(sort $(wildcard bench/*.lua))
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+INSTALL ?= install
+inst_lua = $(DESTDIR)$(PREFIX)/share/lua/$(LUA_VERSION)
+inst_lib = $(DESTDIR)$(PREFIX)/lib/lua/$(LUA_VERSION)
+inst_bin = $(DESTDIR)$(PREFIX)/bin
+inst_inc = $(DESTDIR)$(PREFIX)/include
+
+# The environment that makes an interpreter use this checkout: lua/ for Lua modules,
+# build/<variant>/ for C modules, bin/ for the tools.  `;;` keeps Lua's default paths.
+# The _5_4 variables are removed because lua5.4 would prefer them over LUA_PATH/LUA_CPATH.
+INPLACE_LUA_PATH = $(CURDIR)/lua/?.lua;$(CURDIR)/lua/?/init.lua;;
+inplace_cpath    = $(CURDIR)/build/$(1)/?.so;;
+inplace_env      = env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH='$(INPLACE_LUA_PATH)' \
+                   LUA_CPATH='$(call inplace_cpath,$(1))' PATH="$(CURDIR)/bin:$$PATH"
+
+# ---------------------------------------------------------------------------------------------
+# Debian packages
+
+DEPS_PKGS  := lua5.4 liblua5.4-dev luajit libluajit-5.1-dev lua-lpeg lua-busted luarocks \
+              gcc make pkg-config
+EXTRA_DEPS ?=
+ifneq ($(filter valgrind,$(MAKECMDGOALS)),)
+  EXTRA_DEPS += valgrind
+endif
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
+
+# When a goal needs the packages, every compile waits for `deps` (order-only), so that
+# `make -j2 demo` on a fresh machine never starts gcc before gcc is installed.
+DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
+
+# ---------------------------------------------------------------------------------------------
+# Targets
+
+.PHONY: all deps test spec check-install demo install uninstall env asan valgrind bench \
+        clean help FORCE
+
+all: build/$(LUA)/cprof/core.so
+
+help:
+	@echo 'make                  build build/$(LUA)/cprof/core.so (LUA=lua5.4 or LUA=luajit)'
+	@echo 'make deps             install the Debian packages that are missing'
+	@echo 'make test             deps, then specs under lua5.4 and luajit, then install checks'
+	@echo 'make spec             only the specs, under $$(LUA)'
+	@echo 'make demo             profile $(DEMO) with cprof.auto'
+	@echo 'make install          install under PREFIX=$(PREFIX) (DESTDIR honoured)'
+	@echo 'make uninstall        remove what `make install` put under PREFIX'
+	@echo 'eval "$$(make -s env)"  use this checkout from any directory'
+	@echo 'make asan             specs under AddressSanitizer + UBSan'
+	@echo 'make valgrind         $(VALGRIND_RUN) under valgrind'
+	@echo 'make bench            run bench/*.lua'
+	@echo 'make clean            remove build/'
+
+# Build rules for one variant ($(1) = lua5.4, luajit or asan).
+# build/<variant>/.flags holds the compile and link commands and the source list; it changes
+# (and so forces a rebuild) only when one of those does.
+define variant_rules
+build/$(1)/.flags: FORCE | $$(DEPS_FIRST)
+	@mkdir -p $$(@D)
+	@printf '%s\n' '$$(cc.$(1)) $$(cflags.$(1)) | $$(ldflags.$(1)) $$(LIBS) | $$(SRCS)' > $$@.tmp
+	@if cmp -s $$@.tmp $$@; then rm -f $$@.tmp; else mv -f $$@.tmp $$@; fi
+
+build/$(1)/obj/%.o: src/%.c $$(HDRS) build/$(1)/.flags | $$(DEPS_FIRST)
+	@mkdir -p $$(@D)
+	$$(cc.$(1)) $$(cflags.$(1)) -c -o $$@ $$<
+
+build/$(1)/cprof/core.so: $$(patsubst src/%.c,build/$(1)/obj/%.o,$$(SRCS)) build/$(1)/.flags
+	@test -n '$$(SRCS)' || { echo 'cprof: there is no src/*.c to build' >&2; exit 1; }
+	@mkdir -p $$(@D)
+	$$(cc.$(1)) $$(ldflags.$(1)) -o $$@ $$(filter %.o,$$^) $$(LIBS)
+
+build/$(1)/emptyhook.so: bench/emptyhook.c build/$(1)/.flags | $$(DEPS_FIRST)
+	@mkdir -p $$(@D)
+	$$(cc.$(1)) $$(cflags.$(1)) $$(ldflags.$(1)) -o $$@ $$< $$(LIBS)
+endef
+$(foreach v,lua5.4 luajit asan,$(eval $(call variant_rules,$(v))))
+
+deps:
+	@missing=''; \
+	for p in $(DEPS_PKGS) $(EXTRA_DEPS); do \
+	  dpkg -s "$$p" 2>/dev/null | grep -q '^Status: install ok installed' || missing="$$missing $$p"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "deps: installing$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing; \
+	fi
+
+# ---------------------------------------------------------------------------------------------
+# Tests
+#
+# Each busted run uses tools/busted-results.lua as its output handler: the usual utfTerminal
+# output on the terminal, plus build/test-results/<suite>.json with the counts (kept up to date
+# after every test, so a crash still leaves what ran).  tools/test-summary.sh reads those files.
+
+# $(call run_suite,SUITE,INTERPRETER,VARIANT,EXTRA-ENV): one busted run, then its summary line.
+run_suite = mkdir -p $(RESULTS_DIR) && rm -f $(RESULTS_DIR)/$(1).json $(RESULTS_DIR)/$(1).exit && \
+	echo "==> specs under $(1): $(2) $(BUSTED) $(SPEC_DIR)" && \
+	rc=0; \
+	$(call inplace_env,$(3)) $(4) CPROF_TEST_SUITE='$(1)' \
+	  CPROF_TEST_RESULTS='$(CURDIR)/$(RESULTS_DIR)/$(1).json' \
+	  $(2) $(BUSTED) -o '$(CURDIR)/tools/busted-results.lua' $(BUSTED_FLAGS) $(SPEC_DIR) || rc=$$?; \
+	if [ $$rc -ne 0 ]; then echo; echo "$$rc" > $(RESULTS_DIR)/$(1).exit; fi; \
+	bash tools/test-summary.sh --suites-only $(RESULTS_DIR) $(1) || rc=1; \
+	exit $$rc
+
+# Only the specs, under $(LUA).
+spec: all
+	@$(call run_suite,$(LUA),$(LUA_CMD),$(LUA))
+
+# Everything; each step runs even when an earlier one failed, and the exit status says
+# whether any failed.
+test: deps
+	@status=0; suites=lua5.4; \
+	$(MAKE) --no-print-directory LUA=lua5.4 spec || status=1; \
+	if command -v luajit >/dev/null 2>&1; then \
+	  suites="$$suites luajit"; \
+	  $(MAKE) --no-print-directory LUA=luajit spec || status=1; \
+	else \
+	  echo "==> luajit is not installed: skipping the LuaJIT specs"; \
+	fi; \
+	$(MAKE) --no-print-directory check-install || status=1; \
+	echo "==> summary"; \
+	bash tools/test-summary.sh $(RESULTS_DIR) $$suites || status=1; \
+	if [ $$status -ne 0 ]; then echo "make test: FAILED"; fi; \
+	exit $$status
+
+# luarocks make and make install into scratch trees under build/check-install/.
+check-install: build/lua5.4/cprof/core.so
+	@MAKE='$(MAKE)' bash tools/check-install.sh
+
+# The sanitizer runtimes are preloaded because lua5.4 itself is not instrumented.
+# tools/lsan.supp (when present) lists leaks outside cprof that LeakSanitizer must ignore.
+ASAN_ENV = LD_PRELOAD='$(shell $(ASAN_CC) -print-file-name=libasan.so) $(shell $(ASAN_CC) -print-file-name=libubsan.so)' \
+           ASAN_OPTIONS='detect_leaks=1:abort_on_error=1' \
+           UBSAN_OPTIONS='halt_on_error=1:abort_on_error=1:print_stacktrace=1' \
+           $(if $(wildcard tools/lsan.supp),LSAN_OPTIONS='suppressions=$(CURDIR)/tools/lsan.supp:print_suppressions=0')
+
+asan: deps build/asan/cprof/core.so
+	@$(call run_suite,asan,lua5.4,asan,$(ASAN_ENV))
+
+# --keep-debuginfo: lua_close() dlclose()s core.so before valgrind prints its leak report.
+valgrind: deps all
+	@echo "==> valgrind $(LUA_CMD) -l cprof.auto $(VALGRIND_RUN)"
+	@$(call inplace_env,$(LUA)) valgrind --error-exitcode=1 --leak-check=full --keep-debuginfo=yes \
+	  $(LUA_CMD) -l cprof.auto $(VALGRIND_RUN)
+
+# ---------------------------------------------------------------------------------------------
+# Running things with the in-place build
+
+demo: deps all
+	@test -f '$(DEMO)' || { echo "demo: $(DEMO) does not exist yet" >&2; exit 1; }
+	@echo "==> $(LUA_CMD) -l cprof.auto $(DEMO)   (program output, then the profile on stderr)"
+	@$(call inplace_env,$(LUA)) $(LUA_CMD) -l cprof.auto $(DEMO) 2>&1
+
+bench: deps all build/$(LUA)/emptyhook.so
+	@test -n '$(BENCH_SCRIPTS)' || { echo "bench: there is no bench/*.lua" >&2; exit 1; }
+	@status=0; for f in $(BENCH_SCRIPTS); do \
+	  echo "==> $(LUA_CMD) $$f"; \
+	  $(call inplace_env,$(LUA)) $(LUA_CMD) "$$f" || status=1; \
+	done; exit $$status
+
+env:
+	@echo "export LUA_PATH='$(INPLACE_LUA_PATH)'"
+	@echo "export LUA_CPATH='$(call inplace_cpath,$(LUA))'"
+	@echo "export PATH='$(CURDIR)/bin':\"\$$PATH\""
+
+# ---------------------------------------------------------------------------------------------
+# Installing
+
+install: all
+	$(INSTALL) -d '$(inst_lua)/cprof' '$(inst_lib)/cprof' '$(inst_inc)'
+	@set -e; for f in $$(find lua/cprof -name '*.lua' | sort); do \
+	  rel=$${f#lua/}; \
+	  echo "$(INSTALL) -D -m 644 $$f '$(inst_lua)/$$rel'"; \
+	  $(INSTALL) -D -m 644 "$$f" '$(inst_lua)/'"$$rel"; \
+	done
+	$(INSTALL) -m 755 build/$(LUA)/cprof/core.so '$(inst_lib)/cprof/core.so'
+	$(INSTALL) -m 644 src/cprof.h '$(inst_inc)/cprof.h'
+	@set -e; for f in bin/*; do \
+	  [ -f "$$f" ] || continue; \
+	  echo "$(INSTALL) -D -m 755 $$f '$(inst_bin)/'$${f#bin/}"; \
+	  $(INSTALL) -D -m 755 "$$f" '$(inst_bin)/'"$${f#bin/}"; \
+	done
+
+uninstall:
+	rm -rf '$(inst_lua)/cprof' '$(inst_lib)/cprof'
+	rm -f '$(inst_inc)/cprof.h'
+	@for f in bin/*; do \
+	  [ -f "$$f" ] || continue; \
+	  echo "rm -f '$(inst_bin)/'$${f#bin/}"; rm -f '$(inst_bin)/'"$${f#bin/}"; \
+	done
+
+clean:
+	rm -rf build
+
+FORCE:

@@ -1,0 +1,882 @@
+--- cprof.stats: a pstats-compatible report class for cprof profiles.
+--
+-- The data model follows CPython's pstats.Stats:
+--
+--   stats[key]  = { cc, nc, tt, ct, callers }      -- per function
+--   callers[k2] = { nc, cc, tt, ct }               -- edge k2 -> key (note: nc first)
+--
+-- where `key` is an interned "function key" table { file, line, name } (the pstats
+-- tuple).  C functions use the key { "~", 0, "<qualified.name>" }, exactly as
+-- cProfile labels built-ins, so they print as "{qualified.name}" and sort after
+-- Lua functions under the file/name sorts.  Keys are interned module-wide
+-- (weakly), so equal triples are the same table in every Stats object and can be
+-- compared with ==.
+--
+-- Insertion order (pstats' dict order) is kept in `self.order`; with a getstats()
+-- table as input it is the order of the `entries` array.
+--
+-- Works on Lua 5.4 and LuaJIT/Lua 5.1.
+
+local M = {}
+
+local Stats = {}
+Stats.__index = Stats
+M.Stats = Stats
+
+local type, pairs, ipairs, tostring, tonumber, select, error, pcall, setmetatable, getmetatable =
+  type, pairs, ipairs, tostring, tonumber, select, error, pcall, setmetatable, getmetatable
+local sformat, sfind, ssub, sbyte, srep, sgsub, smatch =
+  string.format, string.find, string.sub, string.byte, string.rep, string.gsub, string.match
+local floor, huge = math.floor, math.huge
+local mtype = math.type       -- nil on LuaJIT / Lua 5.1
+local concat = table.concat
+
+-- Copy list[i..j] (not unpack: LuaJIT limits the number of results).
+local function slice(list, i, j)
+  local out, k = {}, 0
+  for x = i or 1, j or #list do k = k + 1; out[k] = list[x] end
+  return out
+end
+
+--- The file name used for C functions in keys (cProfile's convention).
+M.C_FILE = "~"
+
+---------------------------------------------------------------------------
+-- Function keys
+---------------------------------------------------------------------------
+
+local key_mt = {}
+local interned = setmetatable({}, { __mode = "v" })
+
+local function norm_line(line)
+  if mtype then
+    local i = math.tointeger(line)
+    if i then return i end
+  end
+  return line
+end
+
+--- Return the interned key table { file, line, name } for a pstats tuple.
+function M.func_key(file, line, name)
+  line = norm_line(line)
+  local id = tostring(file) .. "\0" .. tostring(line) .. "\0" .. tostring(name)
+  local k = interned[id]
+  if not k then
+    k = setmetatable({ file, line, name }, key_mt)
+    interned[id] = k
+  end
+  return k
+end
+
+--- True if `k` is an interned function key.
+function M.is_key(k)
+  return getmetatable(k) == key_mt
+end
+
+---------------------------------------------------------------------------
+-- Python-compatible formatting helpers
+---------------------------------------------------------------------------
+
+local function is_nan(x) return x ~= x end
+
+--- True if a number counts as a Python int (Lua 5.4: integer subtype;
+--- LuaJIT/5.1: any finite integral value).
+local function is_int(x)
+  if type(x) ~= "number" then return false end
+  if mtype then return mtype(x) == "integer" end
+  return x == floor(x) and x > -huge and x < huge
+end
+M.is_int = is_int
+
+--- Python's repr() of a float: shortest round-trip digits, scientific
+--- notation when the exponent is < -4 or >= 16, always a '.' or 'e'.
+local function py_float_repr(x)
+  if is_nan(x) then return "nan" end
+  if x == huge then return "inf" end
+  if x == -huge then return "-inf" end
+  if x == 0 then
+    return (1 / x < 0) and "-0.0" or "0.0"
+  end
+  local s
+  for p = 0, 16 do
+    s = sformat("%." .. p .. "e", x)
+    if tonumber(s) == x then break end
+  end
+  local sign, d1, rest, exp = smatch(s, "^(%-?)(%d)%.?(%d*)e([-+]%d+)$")
+  local digits = sgsub(d1 .. rest, "0+$", "")
+  if digits == "" then digits = "0" end
+  local e = tonumber(exp)
+  if e < -4 or e >= 16 then
+    local mant = ssub(digits, 1, 1)
+    if #digits > 1 then mant = mant .. "." .. ssub(digits, 2) end
+    local esign = e < 0 and "-" or "+"
+    local eabs = e < 0 and -e or e
+    return sign .. mant .. "e" .. esign .. sformat("%02d", eabs)
+  elseif e >= 0 then
+    if #digits <= e + 1 then
+      return sign .. digits .. srep("0", e + 1 - #digits) .. ".0"
+    end
+    return sign .. ssub(digits, 1, e + 1) .. "." .. ssub(digits, e + 2)
+  else
+    return sign .. "0." .. srep("0", -e - 1) .. digits
+  end
+end
+M.py_float_repr = py_float_repr
+
+--- str() of a count: integers without a fractional part, like Python's str(int).
+local function int_str(n)
+  if type(n) ~= "number" then return tostring(n) end
+  if mtype and mtype(n) == "integer" then return tostring(n) end
+  if n == floor(n) and n > -9.2e18 and n < 9.2e18 then return sformat("%d", n) end
+  return py_float_repr(n)
+end
+M.int_str = int_str
+
+local repr_escapes = { ["\\"] = "\\\\", ["\t"] = "\\t", ["\n"] = "\\n", ["\r"] = "\\r" }
+
+--- Python's repr() of a str (bytes >= 0x80 are passed through unchanged).
+local function py_str_repr(s)
+  local q = "'"
+  if sfind(s, "'", 1, true) and not sfind(s, '"', 1, true) then q = '"' end
+  local out = sgsub(s, "[%z\1-\31\\'\"\127]", function(c)
+    if c == q then return "\\" .. c end
+    if c == "'" or c == '"' then return c end
+    return repr_escapes[c] or sformat("\\x%02x", sbyte(c))
+  end)
+  return q .. out .. q
+end
+M.py_str_repr = py_str_repr
+
+--- Python's repr() for the values that can appear as restrictions.
+local function py_repr(v)
+  local t = type(v)
+  if t == "string" then return py_str_repr(v) end
+  if t == "number" then
+    if is_int(v) then return int_str(v) end
+    return py_float_repr(v)
+  end
+  if t == "boolean" then return v and "True" or "False" end
+  if t == "nil" then return "None" end
+  return tostring(v)
+end
+M.py_repr = py_repr
+
+--- pstats' f8: "%8.3f" (NaN prints as "nan" whatever its sign bit, as in Python).
+local function f8(x)
+  if is_nan(x) then return "     nan" end
+  return sformat("%8.3f", x)
+end
+M.f8 = f8
+
+local function f3(x)
+  if is_nan(x) then return "nan" end
+  return sformat("%.3f", x)
+end
+
+--- Length in characters (UTF-8 code points), like Python's len() of a str.
+local function display_len(s)
+  local _, n = sgsub(s, "[^\128-\191]", "")
+  return n
+end
+M.display_len = display_len
+
+--- Python's str.ljust / str.rjust, counting UTF-8 characters.
+function M.ljust(s, width)
+  local n = display_len(s)
+  if n >= width then return s end
+  return s .. srep(" ", width - n)
+end
+function M.rjust(s, width)
+  local n = display_len(s)
+  if n >= width then return s end
+  return srep(" ", width - n) .. s
+end
+
+--- pstats' func_std_string: "file:line(name)", or "{name}" for C functions.
+--- Accepts a key table or (file, line, name).
+local function func_std_string(key, line, name)
+  local file
+  if type(key) == "table" then
+    file, line, name = key[1], key[2], key[3]
+  else
+    file = key
+  end
+  if file == "~" and line == 0 then
+    if ssub(name, 1, 1) == "<" and ssub(name, -1) == ">" then
+      return "{" .. ssub(name, 2, -2) .. "}"
+    end
+    return name
+  end
+  return sformat("%s:%s(%s)", tostring(file), int_str(line), tostring(name))
+end
+M.func_std_string = func_std_string
+
+key_mt.__tostring = func_std_string
+
+--- pstats' func_get_function_name: the name part of a key.
+function M.func_get_function_name(key)
+  return key[3]
+end
+
+--- The "what" of a key: "C", "main" or "Lua" (guessed when not recorded).
+local function key_what(key)
+  if key[1] == "~" and key[2] == 0 then return "C" end
+  if key[2] == 0 and key[3] == "<main chunk>" then return "main" end
+  return "Lua"
+end
+
+---------------------------------------------------------------------------
+-- Sort keys
+---------------------------------------------------------------------------
+
+-- Row fields compared by the sort: cc, nc, tt, ct, file, line, name, std.
+-- Each definition: key, list of {field, direction}, description.  Same
+-- description == same meaning.
+local SORT_DEFS = {
+  { "calls",      { { "nc", -1 } },                             "call count" },
+  { "ncalls",     { { "nc", -1 } },                             "call count" },
+  { "cumtime",    { { "ct", -1 } },                             "cumulative time" },
+  { "cumulative", { { "ct", -1 } },                             "cumulative time" },
+  { "filename",   { { "file", 1 } },                            "file name" },
+  { "line",       { { "line", 1 } },                            "line number" },
+  { "module",     { { "file", 1 } },                            "file name" },
+  { "name",       { { "name", 1 } },                            "function name" },
+  { "nfl",        { { "name", 1 }, { "file", 1 }, { "line", 1 } }, "name/file/line" },
+  { "pcalls",     { { "cc", -1 } },                             "primitive call count" },
+  { "stdname",    { { "std", 1 } },                             "standard name" },
+  { "time",       { { "tt", -1 } },                             "internal time" },
+  { "tottime",    { { "tt", -1 } },                             "internal time" },
+}
+local SORT_BY_NAME = {}
+for _, d in ipairs(SORT_DEFS) do SORT_BY_NAME[d[1]] = d end
+
+--- Legacy integer sort arguments (old profile module).
+M.LEGACY_SORT = { [-1] = "stdname", [0] = "calls", [1] = "time", [2] = "cumulative" }
+
+--- Named constants like pstats.SortKey.
+M.SortKey = {
+  CALLS = "calls", CUMULATIVE = "cumulative", FILENAME = "filename", LINE = "line",
+  NAME = "name", NFL = "nfl", PCALLS = "pcalls", STDNAME = "stdname", TIME = "time",
+}
+
+--- The sort keys in pstats' order: array of { key = ..., description = ... }.
+function M.sort_keys()
+  local out = {}
+  for i, d in ipairs(SORT_DEFS) do out[i] = { key = d[1], description = d[3] } end
+  return out
+end
+
+local function valid_keys_text()
+  local names = {}
+  for i, d in ipairs(SORT_DEFS) do names[i] = d[1] end
+  return "valid keys: " .. concat(names, ", ")
+    .. " (or any prefix that is unambiguous in meaning, e.g. 'cum', 'tot';"
+    .. " or one legacy integer -1, 0, 1, 2)"
+end
+
+--- Resolve one sort argument (full key, abbreviation, or SortKey value).
+--- Returns the definition { key, tuple, description }, or nil and a message.
+function M.resolve_sort_key(word)
+  if type(word) == "number" then
+    return nil, sformat("cprof.stats: unknown sort key %s (legacy integer keys are accepted only"
+      .. " alone); %s", py_repr(word), valid_keys_text())
+  end
+  if type(word) ~= "string" then
+    return nil, sformat("cprof.stats: invalid sort key %s (a %s); %s",
+      py_repr(word), type(word), valid_keys_text())
+  end
+  local d = SORT_BY_NAME[word]
+  if d then return d end
+  local found, meanings, seen = {}, {}, {}
+  for _, def in ipairs(SORT_DEFS) do
+    if ssub(def[1], 1, #word) == word then
+      found[#found + 1] = def
+      if not seen[def[3]] then
+        seen[def[3]] = true
+        meanings[#meanings + 1] = def[3]
+      end
+    end
+  end
+  if #found == 0 then
+    return nil, sformat("cprof.stats: unknown sort key %s; %s", py_repr(word), valid_keys_text())
+  end
+  if #meanings > 1 then
+    local names = {}
+    for i, def in ipairs(found) do names[i] = def[1] end
+    return nil, sformat("cprof.stats: ambiguous sort key %s (could be %s); %s",
+      py_repr(word), concat(names, ", "), valid_keys_text())
+  end
+  return found[1]
+end
+
+---------------------------------------------------------------------------
+-- Comparison and stable sorting
+---------------------------------------------------------------------------
+
+-- Byte-wise string order (Python compares str by code point, which is the
+-- byte order of UTF-8).  Lua's `<` uses strcoll, which is only byte-wise in
+-- the C locale.
+local function bytes_lt(a, b)
+  local n = #a
+  if #b < n then n = #b end
+  for i = 1, n do
+    local x, y = sbyte(a, i), sbyte(b, i)
+    if x ~= y then return x < y end
+  end
+  return #a < #b
+end
+
+local function make_lt()
+  local ok, loc = pcall(function() return os.setlocale(nil, "collate") end)
+  if ok and (loc == "C" or loc == "POSIX") then
+    return function(a, b) return a < b end
+  end
+  return function(a, b)
+    if type(a) == "string" and type(b) == "string" then return bytes_lt(a, b) end
+    return a < b
+  end
+end
+
+--- Stable merge sort of `list` with `before(a, b)` meaning "a strictly before b".
+--- Never fails on an inconsistent order (e.g. NaN times).
+local function stable_sort(list, before)
+  local n = #list
+  if n < 2 then return list end
+  local src, dst = list, {}
+  local width = 1
+  while width < n do
+    local i = 1
+    while i <= n do
+      local mid = i + width
+      local hi = i + 2 * width
+      if mid > n + 1 then mid = n + 1 end
+      if hi > n + 1 then hi = n + 1 end
+      local a, b, k = i, mid, i
+      while a < mid and b < hi do
+        if before(src[b], src[a]) then
+          dst[k] = src[b]; b = b + 1
+        else
+          dst[k] = src[a]; a = a + 1
+        end
+        k = k + 1
+      end
+      while a < mid do dst[k] = src[a]; a = a + 1; k = k + 1 end
+      while b < hi do dst[k] = src[b]; b = b + 1; k = k + 1 end
+      i = hi
+    end
+    src, dst = dst, src
+    width = width * 2
+  end
+  if src ~= list then
+    for i = 1, n do list[i] = src[i] end
+  end
+  return list
+end
+M.stable_sort = stable_sort
+
+---------------------------------------------------------------------------
+-- Construction
+---------------------------------------------------------------------------
+
+local function add_edge(a, b)
+  -- edge tuples { nc, cc, tt, ct }, summed elementwise
+  return { a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4] }
+end
+
+local function check_number(v, what, where)
+  if type(v) ~= "number" then
+    error(sformat("cprof.stats: %s: '%s' must be a number, got %s", where, what, type(v)), 0)
+  end
+  return v
+end
+
+-- Key of one getstats() entry.
+local function entry_key(e, where)
+  if type(e) ~= "table" then
+    error(sformat("cprof.stats: %s is not a table", where), 0)
+  end
+  local name = e.name
+  if type(name) ~= "string" then
+    error(sformat("cprof.stats: %s: 'name' must be a string", where), 0)
+  end
+  if e.what == "C" then
+    return M.func_key("~", 0, "<" .. name .. ">")
+  end
+  local file = e.file
+  if type(file) ~= "string" then
+    error(sformat("cprof.stats: %s: 'file' must be a string", where), 0)
+  end
+  return M.func_key(file, check_number(e.line or 0, "line", where), name)
+end
+
+-- Store a record, merging with an existing one (pstats' add_func_stats).
+function Stats:_put(key, rec, what)
+  local old = self.stats[key]
+  if not old then
+    self.stats[key] = rec
+    self.order[#self.order + 1] = key
+  else
+    local callers = old[5]
+    for k, edge in pairs(rec[5]) do
+      if callers[k] then callers[k] = add_edge(callers[k], edge) else callers[k] = edge end
+    end
+    self.stats[key] = { old[1] + rec[1], old[2] + rec[2], old[3] + rec[3], old[4] + rec[4], callers }
+  end
+  if what and not self.what[key] then self.what[key] = what end
+end
+
+function Stats:_load_getstats(data)
+  local entries = data.entries
+  if type(entries) ~= "table" then
+    error("cprof.stats: data has no 'entries' array", 0)
+  end
+  if data.timer ~= nil then self.timer = data.timer end
+  if data.unit ~= nil then self.unit = data.unit end
+  local keys = {}
+  for i, e in ipairs(entries) do
+    keys[i] = entry_key(e, "entry " .. i)
+  end
+  for i, e in ipairs(entries) do
+    local where = "entry " .. i
+    local nc = check_number(e.ncalls, "ncalls", where)
+    local cc = check_number(e.pcalls == nil and nc or e.pcalls, "pcalls", where)
+    local tt = check_number(e.tottime or 0, "tottime", where)
+    local ct = check_number(e.cumtime or 0, "cumtime", where)
+    local callers = {}
+    if e.callers ~= nil then
+      if type(e.callers) ~= "table" then
+        error(sformat("cprof.stats: %s: 'callers' must be a table", where), 0)
+      end
+      -- visit caller indices in numeric order so that merged sums are deterministic
+      local idx = {}
+      for ci in pairs(e.callers) do idx[#idx + 1] = ci end
+      table.sort(idx, function(a, b)
+        if type(a) == type(b) and type(a) == "number" then return a < b end
+        return tostring(a) < tostring(b)
+      end)
+      for _, ci in ipairs(idx) do
+        local ck = keys[ci]
+        if not ck then
+          error(sformat("cprof.stats: %s: caller index %s is not an entry", where, tostring(ci)), 0)
+        end
+        local ed = e.callers[ci]
+        local w = where .. ", caller " .. tostring(ci)
+        if type(ed) ~= "table" then error(sformat("cprof.stats: %s is not a table", w), 0) end
+        local enc = check_number(ed.ncalls, "ncalls", w)
+        local edge = {
+          enc,
+          check_number(ed.pcalls == nil and enc or ed.pcalls, "pcalls", w),
+          check_number(ed.tottime or 0, "tottime", w),
+          check_number(ed.cumtime or 0, "cumtime", w),
+        }
+        if callers[ck] then callers[ck] = add_edge(callers[ck], edge) else callers[ck] = edge end
+      end
+    end
+    local what = e.what
+    if what ~= "C" and what ~= "main" and what ~= "Lua" then what = nil end
+    self:_put(keys[i], { cc, nc, tt, ct, callers }, what)
+  end
+end
+
+function Stats:_load_stats(other)
+  for _, key in ipairs(other.order) do
+    local r = other.stats[key]
+    local callers = {}
+    for k, e in pairs(r[5]) do
+      callers[k] = type(e) == "table" and { e[1], e[2], e[3], e[4] } or e
+    end
+    self:_put(key, { r[1], r[2], r[3], r[4], callers }, other.what[key])
+  end
+  for _, f in ipairs(other.files) do self.files[#self.files + 1] = f end
+  self.timer, self.unit = other.timer, other.unit
+end
+
+--- Load data: a getstats() table, an object with a getstats() method, or a Stats.
+function Stats:load_stats(data)
+  if data == nil then return self end
+  if getmetatable(data) == Stats then
+    self:_load_stats(data)
+    return self
+  end
+  if type(data) == "table" and data.entries ~= nil then
+    self:_load_getstats(data)
+    return self
+  end
+  local ok, getstats = pcall(function() return data.getstats end)
+  if ok and getstats ~= nil then
+    local st = data:getstats()
+    if type(st) ~= "table" then
+      error("cprof.stats: getstats() did not return a table", 0)
+    end
+    self:_load_getstats(st)
+    return self
+  end
+  error(sformat("cprof.stats: cannot create a Stats object from %s "
+    .. "(expected a getstats() table, a profile with getstats(), or a Stats)", tostring(data)), 0)
+end
+
+--- Compute totals and the longest standard name (pstats' get_top_level_stats).
+function Stats:get_top_level_stats()
+  local total_calls, prim_calls, total_tt, max_len = 0, 0, 0, 0
+  local top_level = {}
+  for _, key in ipairs(self.order) do
+    local r = self.stats[key]
+    total_calls = total_calls + r[2]
+    prim_calls = prim_calls + r[1]
+    total_tt = total_tt + r[3]
+    for ck in pairs(r[5]) do
+      if ck[1] == "jprofile" and ck[2] == 0 and ck[3] == "profiler" then
+        top_level[#top_level + 1] = key
+        break
+      end
+    end
+    local n = display_len(func_std_string(key))
+    if n > max_len then max_len = n end
+  end
+  self.total_calls, self.prim_calls, self.total_tt = total_calls, prim_calls, total_tt
+  self.max_name_len, self.top_level = max_len, top_level
+  return self
+end
+
+--- Stats.new(data, opts): data is a getstats() table, an object with a
+--- getstats() method, a Stats, or nil (empty).  opts.stream: an object with
+--- :write(s) (default io.stdout).
+function Stats.new(data, opts)
+  opts = opts or {}
+  local self = setmetatable({
+    stats = {},          -- key -> { cc, nc, tt, ct, callers }
+    order = {},          -- keys in insertion order
+    what = {},           -- key -> "Lua" | "main" | "C" (when known)
+    files = {},          -- "<ctime>    <path>" lines (Stats loaded from files)
+    fcn_list = false,    -- sorted keys, or false for "Random listing order"
+    sort_type = "",
+    all_callees = nil,   -- computed lazily by the callees report
+    total_calls = 0, prim_calls = 0, total_tt = 0, max_name_len = 0,
+    top_level = {},
+    timer = nil, unit = nil,
+    stream = opts.stream or io.stdout,
+  }, Stats)
+  self:load_stats(data)
+  self:get_top_level_stats()
+  return self
+end
+M.new = Stats.new
+
+setmetatable(M, { __call = function(_, data, opts) return Stats.new(data, opts) end })
+
+---------------------------------------------------------------------------
+-- Sorting
+---------------------------------------------------------------------------
+
+--- sort_stats(...): sort by one or more keys (see module docs).  No argument
+--- selects "Random listing order" (insertion order).  Returns self.
+function Stats:sort_stats(...)
+  local n = select("#", ...)
+  if n == 0 then
+    self.fcn_list = false
+    return self
+  end
+  local fields = { ... }
+  if n == 1 and type(fields[1]) == "number" then
+    local legacy = M.LEGACY_SORT[fields[1]]
+    if not legacy then
+      error(sformat("cprof.stats: unknown sort key %s; %s", py_repr(fields[1]), valid_keys_text()), 2)
+    end
+    fields[1] = legacy
+  elseif n >= 2 then
+    local t0 = type(fields[1])
+    for i = 2, n do
+      if type(fields[i]) ~= t0 then
+        error("cprof.stats: Can't have mixed argument type", 2)
+      end
+    end
+  end
+
+  local tuple, texts = {}, {}
+  for i = 1, n do
+    local def, err = M.resolve_sort_key(fields[i])
+    if not def then error(err, 2) end
+    for _, sel in ipairs(def[2]) do tuple[#tuple + 1] = sel end
+    texts[#texts + 1] = def[3]
+  end
+
+  local rows = {}
+  for i, key in ipairs(self.order) do
+    local r = self.stats[key]
+    rows[i] = {
+      cc = r[1], nc = r[2], tt = r[3], ct = r[4],
+      file = key[1], line = key[2], name = key[3],
+      std = func_std_string(key), key = key,
+    }
+  end
+  local lt = make_lt()
+  local ntuple = #tuple
+  stable_sort(rows, function(a, b)
+    for j = 1, ntuple do
+      local sel = tuple[j]
+      local f, dir = sel[1], sel[2]
+      local x, y = a[f], b[f]
+      if lt(x, y) then return dir == 1 end
+      if lt(y, x) then return dir == -1 end
+    end
+    return false
+  end)
+
+  local list = {}
+  for i, row in ipairs(rows) do list[i] = row.key end
+  self.fcn_list = list
+  self.sort_type = concat(texts, ", ")
+  return self
+end
+
+--- Reverse the current sort order (no effect when unsorted).  Returns self.
+function Stats:reverse_order()
+  local list = self.fcn_list
+  if list and #list > 0 then
+    local n = #list
+    for i = 1, floor(n / 2) do
+      list[i], list[n + 1 - i] = list[n + 1 - i], list[i]
+    end
+  end
+  return self
+end
+
+---------------------------------------------------------------------------
+-- Restrictions
+---------------------------------------------------------------------------
+
+-- Split a restriction string into Lua-pattern alternatives at every '|' that
+-- is not escaped ('%|') and not inside a set ('[|]').  Returns the list, or
+-- nil and an error for a malformed pattern (checked statically, so that a bad
+-- pattern is reported whatever the names it is matched against; unbalanced
+-- parentheses are errors in every alternative).
+local function split_alternatives(p)
+  local alts, start, i, n, depth = {}, 1, 1, #p, 0
+  while i <= n do
+    local c = ssub(p, i, i)
+    if c == "%" then
+      if i == n then return nil, "malformed pattern (ends with '%')" end
+      local d = ssub(p, i + 1, i + 1)
+      if d == "b" then
+        if i + 3 > n then return nil, "missing arguments to '%b'" end
+        i = i + 4
+      elseif d == "f" then
+        if ssub(p, i + 2, i + 2) ~= "[" then return nil, "missing '[' after '%f' in pattern" end
+        i = i + 2
+      else
+        i = i + 2
+      end
+    elseif c == "[" then
+      local j = i + 1
+      if ssub(p, j, j) == "^" then j = j + 1 end
+      repeat
+        if j > n then return nil, "malformed pattern (missing ']')" end
+        local ch = ssub(p, j, j)
+        j = j + 1
+        if ch == "%" and j <= n then j = j + 1 end
+      until ssub(p, j, j) == "]"
+      i = j + 1
+    elseif c == "|" then
+      if depth > 0 then return nil, "unfinished capture" end
+      alts[#alts + 1] = ssub(p, start, i - 1)
+      start = i + 1
+      i = i + 1
+    else
+      if c == "(" then
+        depth = depth + 1
+      elseif c == ")" then
+        if depth == 0 then return nil, "invalid pattern capture" end
+        depth = depth - 1
+      end
+      i = i + 1
+    end
+  end
+  if depth > 0 then return nil, "unfinished capture" end
+  alts[#alts + 1] = ssub(p, start)
+  return alts
+end
+M.split_alternatives = split_alternatives
+
+--- Does `s` match the restriction pattern `pat`?  Raises on a malformed pattern.
+function M.pattern_match(pat, s)
+  local alts, err = split_alternatives(pat)
+  if not alts then error(err, 0) end
+  for _, a in ipairs(alts) do
+    if sfind(s, a) then return true end
+  end
+  return false
+end
+
+--- Apply one restriction (pstats' eval_print_amount).  Returns the new list and msg.
+function Stats:eval_print_amount(sel, list, msg)
+  local new_list = list
+  if type(sel) == "string" then
+    local alts = split_alternatives(sel)
+    local ok, res = false, nil
+    if alts then
+      ok, res = pcall(function()
+        local out = {}
+        for _, f in ipairs(list) do
+          local s = func_std_string(f)
+          for _, a in ipairs(alts) do
+            if sfind(s, a) then out[#out + 1] = f; break end
+          end
+        end
+        return out
+      end)
+    end
+    if not ok then
+      return list, msg .. sformat("   <Invalid regular expression %s>\n", py_str_repr(sel))
+    end
+    new_list = res
+  elseif type(sel) == "number" then
+    local count = #list
+    if not is_int(sel) and sel >= 0.0 and sel < 1.0 then
+      count = floor(count * sel + 0.5)
+      new_list = slice(list, 1, count)
+    elseif is_int(sel) and sel >= 0 and sel < count then
+      new_list = slice(list, 1, sel)
+    end
+  end
+  if #list ~= #new_list then
+    msg = msg .. sformat("   List reduced from %d to %d due to restriction <%s>\n",
+      #list, #new_list, py_repr(sel))
+  end
+  return new_list, msg
+end
+
+-- Collect output and write it to the stream in one call.
+local function new_out()
+  local buf = {}
+  return buf, function(s) buf[#buf + 1] = s end
+end
+
+function Stats:_flush(buf)
+  if #buf > 0 then self.stream:write(concat(buf)) end
+end
+
+--- The list to print after the restrictions (pstats' get_print_list).
+--- Returns width, list, and the heading text (to print when the list is not empty).
+function Stats:get_print_list(sel_list)
+  local width = self.max_name_len
+  local stat_list, msg
+  if self.fcn_list and #self.fcn_list > 0 then
+    stat_list = slice(self.fcn_list)
+    msg = "   Ordered by: " .. self.sort_type .. "\n"
+  else
+    stat_list = slice(self.order)
+    msg = "   Random listing order was used\n"
+  end
+  for i = 1, (sel_list.n or #sel_list) do
+    stat_list, msg = self:eval_print_amount(sel_list[i], stat_list, msg)
+  end
+  if #stat_list == 0 then return 0, stat_list, nil end
+  if #stat_list < #self.order then
+    width = 0
+    for _, f in ipairs(stat_list) do
+      local w = display_len(func_std_string(f))
+      if w > width then width = w end
+    end
+  end
+  return width + 2, stat_list, msg
+end
+
+---------------------------------------------------------------------------
+-- print_stats
+---------------------------------------------------------------------------
+
+--- The column header line (without newline).
+function M.title_line()
+  return "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)"
+end
+
+--- "nc" or "nc/cc".
+local function calls_text(nc, cc)
+  local c = int_str(nc)
+  if nc ~= cc then c = c .. "/" .. int_str(cc) end
+  return c
+end
+M.calls_text = calls_text
+
+--- One print_stats row (without newline) for a key and its record.
+local function stats_line(key, r)
+  local cc, nc, tt, ct = r[1], r[2], r[3], r[4]
+  return M.rjust(calls_text(nc, cc), 9) .. " "
+    .. f8(tt) .. " "
+    .. (nc == 0 and "        " or f8(tt / nc)) .. " "
+    .. f8(ct) .. " "
+    .. (cc == 0 and "        " or f8(ct / cc)) .. " "
+    .. func_std_string(key)
+end
+M.stats_line = stats_line
+
+-- The file lines, top-level lines and totals line (pstats' print_stats head).
+function Stats:_print_head(out)
+  for _, f in ipairs(self.files) do out(f .. "\n") end
+  if #self.files > 0 then out("\n") end
+  local indent = "        "
+  for _, f in ipairs(self.top_level) do
+    out(indent .. " " .. tostring(M.func_get_function_name(f)) .. "\n")
+  end
+  local s = indent .. " " .. int_str(self.total_calls) .. " function calls "
+  if self.total_calls ~= self.prim_calls then
+    s = s .. "(" .. int_str(self.prim_calls) .. " primitive calls) "
+  end
+  out(s .. "in " .. f3(self.total_tt) .. " seconds\n")
+  out("\n")
+end
+
+function Stats:print_title(out)
+  out(M.title_line() .. "\n")
+end
+
+function Stats:print_line(func, out)
+  out(stats_line(func, self.stats[func]) .. "\n")
+end
+
+--- print_stats(...restrictions): integer count, float fraction in [0, 1), or a
+--- string (Lua pattern, '|' separates alternatives) matched against the
+--- standard name; applied in order.  Returns self.
+function Stats:print_stats(...)
+  local buf, out = new_out()
+  self:_print_head(out)
+  local _, list, msg = self:get_print_list({ n = select("#", ...), ... })
+  if #list > 0 then
+    out(msg .. "\n")
+    self:print_title(out)
+    for _, f in ipairs(list) do self:print_line(f, out) end
+    out("\n\n")
+  end
+  self:_flush(buf)
+  return self
+end
+
+---------------------------------------------------------------------------
+-- Programmatic access
+---------------------------------------------------------------------------
+
+--- Rows in the current order (sorted, or insertion order).
+function Stats:entries()
+  local list = (self.fcn_list and #self.fcn_list > 0) and self.fcn_list or self.order
+  local rows = {}
+  for i, key in ipairs(list) do
+    local r = self.stats[key]
+    local cc, nc, tt, ct = r[1], r[2], r[3], r[4]
+    local what = self.what[key] or key_what(key)
+    local file, line, name = key[1], key[2], key[3]
+    if what == "C" and key[1] == "~" and ssub(name, 1, 1) == "<" and ssub(name, -1) == ">" then
+      name = ssub(name, 2, -2)
+    end
+    rows[i] = {
+      key = key,
+      file = file, line = line, name = name, what = what,
+      ncalls = nc, pcalls = cc, tottime = tt, cumtime = ct,
+      percall_tot = nc ~= 0 and tt / nc or nil,
+      percall_cum = cc ~= 0 and ct / cc or nil,
+      stdname = func_std_string(key),
+    }
+  end
+  return rows
+end
+
+return M

@@ -1,0 +1,92 @@
+-- cprof.auto, run as `lua -l cprof.auto script.lua` in a child process.
+local lua = rawget(_G, "jit") and "luajit" or "lua5.4"
+
+local function tmpname()
+  local n = os.tmpname()
+  os.remove(n)
+  return n
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+
+local function read(path)
+  local f = assert(io.open(path))
+  local s = f:read("a") or f:read("*a")
+  f:close()
+  return s
+end
+
+-- Runs the script under cprof.auto; returns stdout, stderr and the exit status.
+local function run(script, env)
+  local src, out, err = tmpname() .. ".lua", tmpname(), tmpname()
+  write(src, script)
+  local cmd = ("%s %s -l cprof.auto %s >%s 2>%s; echo $?"):format(env or "", lua, src, out, err)
+  local p = assert(io.popen(cmd))
+  local status = tonumber(p:read("*l"))
+  p:close()
+  local o, e = read(out), read(err)
+  os.remove(src) os.remove(out) os.remove(err)
+  return o, e, status, src
+end
+
+describe("cprof.auto", function()
+  it("reports to stderr at the end of the script, leaving stdout and status alone", function()
+    local out, err, status = run("local function f() return 1 end\nf() f()\nprint('done')\n")
+    assert.are.equal("done\n", out)
+    assert.are.equal(0, status)
+    assert.matches("4 function calls in %d+%.%d+ seconds", err) -- f, f, print, the main chunk
+    assert.matches("Ordered by: cumulative time", err)
+    assert.matches("       2 +[%d.]+ +[%d.]+ +[%d.]+ +[%d.]+ [^\n]*:1%(f%)", err)
+    assert.matches(":0%(<main chunk>%)", err)
+  end)
+
+  it("reports when os.exit is called from a nested call", function()
+    local out, err, status = run([[
+local function c() io.write("bye\n") os.exit(3) end
+local function b() c() end
+local function a() b() end
+a()
+]])
+    assert.are.equal("bye\n", out)
+    assert.are.equal(3, status)
+    for _, name in ipairs { "a", "b", "c" } do assert.matches(":%d%(" .. name .. "%)", err) end
+    assert.not_matches("exit_after_report", err)
+    assert.not_matches("auto.lua", err)
+  end)
+
+  it("reports when os.exit closes the state from a finalizer", function()
+    local out, err, status = run([[
+local function bye() os.exit(5, true) end
+if newproxy then getmetatable(newproxy(true)).__gc = bye  -- LuaJIT: userdata finalizers only
+else setmetatable({}, { __gc = bye }) end
+print("hi")
+]])
+    assert.are.equal("hi\n", out)
+    assert.are.equal(5, status)
+    local _, n = err:gsub("function calls", "")
+    assert.are.equal(1, n, "one report")
+  end)
+
+  it("reports after an error, keeping the error message and the exit status", function()
+    local _, err, status = run("local function f() error('bad') end\nf()\n")
+    assert.are.equal(1, status)
+    assert.matches("bad\nstack traceback:", err)
+    assert.not_matches("cprof", err:match("stack traceback:.-\n\n") or "")
+    assert.matches("function calls", err)
+  end)
+
+  it("sorts by CPROF_SORT and limits to CPROF_LIMIT rows", function()
+    local script = "local function a() end\nlocal function b() end\na() b() b()\n"
+    local _, err = run(script, "CPROF_SORT=calls,name CPROF_LIMIT=1")
+    assert.matches("Ordered by: call count, function name", err)
+    assert.matches("List reduced from 3 to 1 due to restriction <1>", err)
+    local _, bad = run(script, "CPROF_SORT=sideways CPROF_LIMIT=x")
+    assert.matches("CPROF_LIMIT must be a whole number", bad)
+    assert.matches("CPROF_SORT", bad)
+    assert.matches("Ordered by: cumulative time", bad)
+  end)
+end)

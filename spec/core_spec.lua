@@ -1,0 +1,381 @@
+-- The C engine: counts, edges and times under recursion, tail calls, errors and coroutines.
+-- The "counter" timer advances one tick per reading, so times are exact and the same everywhere.
+local cprof = require "cprof"
+local core = require "cprof.core"
+local S = require "spec.support"
+
+-- Busted runs specs in an environment whose globals are looked up through Lua functions, which
+-- a profile would show: the profiled code below uses locals only.
+local coroutine, error, pcall, select, xpcall, load, string, table, math =
+  coroutine, error, pcall, select, xpcall, load, string, table, math
+local collectgarbage, debug, assert = collectgarbage, debug, assert
+
+local function profile(f, ...)
+  local p = cprof.Profile { timer = "counter" }
+  p:runcall(f, ...)
+  return p:getstats(), p
+end
+
+describe("call counts", function()
+  it("fib(20) makes 21891 calls, 1 primitive", function()
+    local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+    local st = profile(fib, 20)
+    local e = S.entry_of(st, fib)
+    assert.are.equal(21891, e.ncalls)
+    assert.are.equal(1, e.pcalls)
+    local _, i = S.entry_of(st, fib)
+    -- Only fib(20)->fib(19) and fib(20)->fib(18) are activations of a pair not already active.
+    assert.are.same({ 21890, 2 }, { e.callers[i].ncalls, e.callers[i].pcalls })
+    S.assert_adds_up(st)
+  end)
+
+  it("mutual recursion counts the inner activations as recursive", function()
+    local is_odd
+    local function is_even(n) if n == 0 then return true end return is_odd(n - 1) end
+    function is_odd(n) if n == 0 then return false end return is_even(n - 1) end
+    local function run() return is_even(10) end
+    -- is_even(10) -> is_odd(9) -> ... -> is_even(0): written without tail calls in effect?
+    -- `return f()` is a tail call in Lua, so use a non-tail form below instead.
+    local even2, odd2
+    function even2(n) if n == 0 then return true end local r = odd2(n - 1) return r end
+    function odd2(n) if n == 0 then return false end local r = even2(n - 1) return r end
+    local st = profile(function() return even2(10) end)
+    local e, ei = S.entry_of(st, even2)
+    local o, oi = S.entry_of(st, odd2)
+    assert.are.same({ 6, 1 }, { e.ncalls, e.pcalls })
+    assert.are.same({ 5, 1 }, { o.ncalls, o.pcalls })
+    assert.are.same({ 5, 1 }, { o.callers[ei].ncalls, o.callers[ei].pcalls })
+    assert.are.same({ 5, 1 }, { e.callers[oi].ncalls, e.callers[oi].pcalls })
+    assert.is_nil(run and nil)
+    S.assert_adds_up(st)
+  end)
+
+  it("gives one function called from two callers two edges", function()
+    local function leaf() return 1 end
+    local function a() leaf() leaf() end
+    local function b() leaf() end
+    local st = profile(function() a() b() b() end)
+    local l = S.entry_of(st, leaf)
+    local _, ai = S.entry_of(st, a)
+    local _, bi = S.entry_of(st, b)
+    assert.are.equal(4, l.ncalls)
+    assert.are.equal(2, l.callers[ai].ncalls)
+    assert.are.equal(2, l.callers[bi].ncalls)
+    assert.are.equal(2, #(function() local n = {} for k in pairs(l.callers) do n[#n + 1] = k end return n end)())
+  end)
+
+  it("makes all closures of one prototype one entry", function()
+    local function make(k) return function(x) return x + k end end
+    local fs = {}
+    for k = 1, 5 do fs[k] = make(k) end
+    local st = profile(function() for k = 1, 5 do fs[k](1) end end)
+    local n = 0
+    for _, e in ipairs(st.entries) do
+      if e.what == "Lua" and e.line == debug.getinfo(fs[1], "S").linedefined then n = n + 1; assert.are.equal(5, e.ncalls) end
+    end
+    assert.are.equal(1, n)
+  end)
+
+  it("counts 100 000-deep recursion", function()
+    if S.jit then
+      pending("LuaJIT's stack holds fewer than 100 000 Lua frames, profiled or not")
+      return
+    end
+    local function deep(k) if k == 0 then return 0 end return 1 + deep(k - 1) end
+    local st = profile(deep, 100000)
+    local e = S.entry_of(st, deep)
+    assert.are.same({ 100001, 1 }, { e.ncalls, e.pcalls })
+    S.assert_adds_up(st)
+  end)
+end)
+
+describe("names", function()
+  it("names C functions by their global name and main chunks as <main chunk>", function()
+    local st = profile(function()
+      local chunk = load("return string.format('%d', 1)", "=chunk")
+      chunk()
+      table.insert({}, 1)
+    end)
+    local f = S.find(st, "string.format")
+    assert.are.same({ "~", 0, "C" }, { f.file, f.line, f.what })
+    -- LuaJIT runs table.insert as a built-in fast function, which calls no hook.
+    if not S.jit then assert.truthy(S.find(st, "table.insert")) end
+    local m = S.find(st, "<main chunk>")
+    assert.are.same({ "chunk", 0, "main" }, { m.file, m.line, m.what })
+  end)
+
+  it("names a C function without a global name by its address", function()
+    local hidden = string.gmatch("a", "a") -- an iterator: a C closure nobody can name
+    local st = profile(function() hidden() end)
+    local found
+    for _, e in ipairs(st.entries) do
+      if e.what == "C" and e.name:match("^C function 0?x?%x+") then found = e end
+    end
+    assert.truthy(found)
+  end)
+
+  it("names a function from the call site, after an anonymous first call", function()
+    local function target() return 1 end
+    local st = profile(function() pcall(target) local named = target named() end)
+    assert.are.equal("named", S.entry_of(st, target).name)
+  end)
+end)
+
+describe("tail calls", function()
+  local function t3() return 1 end
+  local function t2() return t3() end
+  local function t1() return t2() end
+  it("closes the tail-calling frame and gives the callee its caller's parent", function()
+    local root = function() t1() t1() end
+    local st = profile(root)
+    local _, ri = S.entry_of(st, root)
+    for _, f in ipairs { t1, t2, t3 } do
+      local e = S.entry_of(st, f)
+      assert.are.same({ 2, 2 }, { e.ncalls, e.pcalls })
+      if not S.jit then
+        -- Each frame is closed when it is replaced: the call and the tail call, one tick.
+        assert.are.equal(2, e.tottime)
+        assert.truthy(e.callers[ri], "the root is the caller")
+      end
+    end
+    S.assert_adds_up(st)
+  end)
+end)
+
+describe("errors", function()
+  it("closes unwound frames at the unwind and keeps later numbers consistent", function()
+    local function d(n) if n == 0 then error("boom") end return d(n - 1) + 1 end
+    local function leaf() return 1 end
+    local root = function()
+      assert(not pcall(d, 4)) -- d(4) .. d(0): the error is thrown 5 frames deep
+      leaf() leaf()
+    end
+    local st = profile(root)
+    local e = S.entry_of(st, d)
+    assert.are.same({ 5, 1 }, { e.ncalls, e.pcalls })
+    local _, ri = S.entry_of(st, root)
+    local l = S.entry_of(st, leaf)
+    assert.are.same({ 2, 2 }, { l.ncalls, l.pcalls })
+    assert.are.equal(2, l.callers[ri].ncalls)
+    -- Two ticks per leaf call: the frames unwound earlier took none of leaf's time.
+    assert.are.equal(2, l.tottime)
+    assert.are.equal(1, S.find(st, "error").ncalls)
+    S.assert_adds_up(st)
+    assert.are.equal(S.entry_of(st, root).cumtime, S.total_tt(st))
+  end)
+
+  it("closes frames unwound by an error inside a coroutine", function()
+    local function bad() error("x") end
+    local function body() coroutine.yield() bad() end
+    local root = function()
+      local co = coroutine.create(body)
+      coroutine.resume(co)
+      assert(not coroutine.resume(co))
+    end
+    local st = profile(root)
+    assert.are.equal(1, S.entry_of(st, bad).ncalls)
+    assert.are.equal(1, S.entry_of(st, body).ncalls)
+    S.assert_adds_up(st)
+  end)
+
+  it("profiles the traceback of a stack overflow like the unprofiled one", function()
+    local function inf(k) return 1 + inf(k + 1) end
+    local function run() return select(2, xpcall(inf, debug.traceback, 1)) end
+    local plain = run()
+    local p = cprof.Profile()
+    local traced = p:runcall(run)
+    assert.matches("stack overflow", traced)
+    -- Same frames named, in the same order (counts in "skipping N levels" may differ).
+    local function shape(s) return (s:gsub("%d+ levels", "N levels"):gsub("\n[^\n]*runcall[^\n]*", "")) end
+    assert.are.equal(select(2, shape(plain):gsub("\n", "")), select(2, shape(traced):gsub("\n", "")) + 0)
+    assert.is_false(core.hooked())
+  end)
+end)
+
+describe("coroutines", function()
+  local function spin(n) local s = 0 for i = 1, n do s = s + i end return s end
+  local function tick() return 0 end
+
+  it("counts a resume as no new call and excludes suspended time", function()
+    local function producer()
+      for i = 1, 3 do tick() coroutine.yield(i) end
+    end
+    local function consumer()
+      local co = coroutine.create(producer)
+      local sum = 0
+      while true do
+        local _, v = coroutine.resume(co)
+        if not v then break end
+        for _ = 1, 20 do tick() end -- time the producer spends suspended
+        sum = sum + v
+      end
+      return sum
+    end
+    local st = profile(consumer)
+    local pr, pi = S.entry_of(st, producer)
+    assert.are.same({ 1, 1 }, { pr.ncalls, pr.pcalls })
+    local y = S.find(st, "coroutine.yield")
+    assert.are.equal(3, y.ncalls)
+    assert.are.equal(3, y.callers[pi].ncalls)
+    local r, ri = S.find(st, "coroutine.resume")
+    assert.are.equal(4, r.ncalls)
+    assert.are.equal(1, pr.callers[ri].ncalls)
+    -- 60 tick() calls ran in the consumer while the producer was suspended: none is in it.
+    local t = S.find(st, "tick")
+    assert.are.equal(63, t.ncalls)
+    assert.is_true(pr.cumtime < 30)
+    -- coroutine.resume's cumulative time contains what the coroutine ran.
+    assert.are.equal(r.tottime + pr.cumtime, r.cumtime)
+    S.assert_adds_up(st)
+    assert.are.equal(S.entry_of(st, consumer).cumtime, S.total_tt(st))
+  end)
+
+  it("profiles coroutine.wrap generators", function()
+    if S.jit then
+      pending("LuaJIT's coroutine.wrap functions are built-in fast functions, which call no hook")
+      return
+    end
+    local function gen() for i = 1, 2 do coroutine.yield(i) end end
+    local st = profile(function() local g = coroutine.wrap(gen) g() g() end)
+    assert.are.same({ 1, 1 }, { S.entry_of(st, gen).ncalls, S.entry_of(st, gen).pcalls })
+    assert.are.equal(2, S.find(st, "function made by coroutine.wrap").ncalls)
+    S.assert_adds_up(st)
+  end)
+
+  it("profiles a coroutine created before enable() once it is resumed", function()
+    local function work() return 1 end
+    local co = coroutine.create(function() while true do work() coroutine.yield() end end)
+    coroutine.resume(co)
+    local st = profile(function() for _ = 1, 3 do coroutine.resume(co) end end)
+    assert.are.equal(3, S.entry_of(st, work).ncalls)
+    assert.are.equal(3, S.find(st, "coroutine.yield").ncalls)
+    assert.is_false(core.hooked(co), "its hook is given back at disable()")
+  end)
+
+  it("does not count a function as recursive because a suspended coroutine is inside it", function()
+    local function f(co) if co then coroutine.yield() end return 1 end
+    local st = profile(function()
+      for _ = 1, 200 do
+        local co = coroutine.create(f)
+        coroutine.resume(co, true) -- abandoned while suspended inside f
+      end
+      collectgarbage() collectgarbage()
+      f(false)
+    end)
+    local e = S.entry_of(st, f)
+    assert.are.equal(201, e.ncalls)
+    assert.are.equal(201, e.pcalls)
+  end)
+end)
+
+describe("the Profile object", function()
+  it("returns runcall's results and propagates its errors with no hook left", function()
+    local p = cprof.Profile()
+    assert.are.same({ 1, 2, 3 }, { p:runcall(function(...) return ... end, 1, 2, 3) })
+    local ok, err = pcall(p.runcall, p, function() error({ code = 7 }) end)
+    assert.is_false(ok)
+    assert.are.equal(7, err.code)
+    assert.is_false(core.hooked())
+    assert.is_false(p:is_enabled())
+  end)
+
+  it("refuses a second enabled profiler in the same state", function()
+    local a, b = cprof.Profile(), cprof.Profile()
+    a:enable()
+    local ok, err = pcall(b.enable, b)
+    a:disable()
+    assert.is_false(ok)
+    assert.matches("another cprof profiler is already enabled", err)
+    b:enable() b:disable()
+  end)
+
+  it("accumulates over several enable/disable periods and clears", function()
+    local function f() return 1 end
+    local p = cprof.Profile()
+    p:enable() f() p:disable()
+    p:enable() f() f() p:disable()
+    assert.are.equal(3, S.entry_of(p:getstats(), f).ncalls)
+    p:clear()
+    assert.are.equal(0, #p:getstats().entries)
+  end)
+
+  it("leaves the profiler itself out of the numbers", function()
+    local p = cprof.Profile()
+    p:enable()
+    local x = math.abs(-1)
+    p:disable()
+    assert.are.equal(1, x)
+    local st = p:getstats()
+    assert.are.equal(1, #st.entries)
+    assert.are.equal("math.abs", st.entries[1].name)
+    assert.are.equal(1, st.entries[1].ncalls)
+  end)
+
+  it("rejects a bad option", function()
+    assert.has_error(function() cprof.Profile { timer = "sundial" } end, "cprof: unknown timer 'sundial'")
+    assert.has_error(function() cprof.Profile(5) end)
+  end)
+
+  it("runs code strings with run and runctx", function()
+    local p = cprof.Profile { timer = "counter" }
+    _G.__cprof_spec_f = function() return 1 end
+    p:run("__cprof_spec_f() __cprof_spec_f()")
+    _G.__cprof_spec_f = nil
+    assert.are.equal(2, S.find(p:getstats(), "__cprof_spec_f").ncalls)
+    local env = { g = function() return 2 end }
+    local locals = { h = function() return 3 end }
+    local q = cprof.Profile { timer = "counter" }
+    q:runctx("result = g() + h()", env, locals)
+    assert.are.equal(5, locals.result)
+    assert.is_nil(env.result)
+    assert.has_error(function() q:runctx("x(", env) end)
+  end)
+
+  it("returns plain tables from getstats", function()
+    local p = cprof.Profile()
+    p:runcall(function() return 1 end)
+    local st = p:getstats()
+    assert.are.equal("monotonic", st.timer)
+    assert.are.equal(1e-9, st.unit)
+    local e = st.entries[1]
+    for _, k in ipairs { "file", "line", "name", "what", "ncalls", "pcalls", "tottime", "cumtime", "callers" } do
+      assert.is_not_nil(e[k], k)
+    end
+    assert.is_true(e.tottime >= 0 and e.cumtime >= e.tottime)
+  end)
+end)
+
+describe("cprof.run", function()
+  local function capture(f)
+    local out = {}
+    local real = io.stdout
+    io.stdout = { write = function(_, ...) for _, s in ipairs { ... } do out[#out + 1] = s end end }
+    local ok, err = pcall(f)
+    io.stdout = real
+    return table.concat(out), ok, err
+  end
+
+  it("prints a pstats report to stdout", function()
+    _G.__cprof_spec_g = function() return 1 end
+    local text = capture(function() cprof.run("__cprof_spec_g()") end)
+    _G.__cprof_spec_g = nil
+    assert.matches("2 function calls in %d+%.%d%d%d seconds", text)
+    assert.matches("Ordered by: standard name", text)
+    assert.matches("   ncalls  tottime  percall  cumtime  percall filename:lineno%(function%)", text)
+  end)
+
+  it("propagates an error after the report, with the profiler off", function()
+    local text, ok, err = capture(function() cprof.run("error('inside', 0)") end)
+    assert.is_false(ok)
+    assert.are.equal("inside", err)
+    assert.matches("function calls", text)
+    assert.is_false(core.hooked())
+  end)
+
+  it("runs in a given environment with runctx", function()
+    local env = setmetatable({}, { __index = _G })
+    local text = capture(function() cprof.runctx("x = 1 + 1", env, nil, nil, "calls") end)
+    assert.are.equal(2, env.x)
+    assert.matches("Ordered by: call count", text)
+  end)
+end)
