@@ -7,6 +7,7 @@
 
 #include <lauxlib.h>
 
+#include "alloc.h"
 #include "compat.h"
 #include "funcs.h"
 
@@ -37,7 +38,7 @@ void funcs_setup(lua_State *L) {
 
 static char *dupstr(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = malloc(n);
+  char *d = cprof_malloc(n);
   if (d) memcpy(d, s, n);
   return d;
 }
@@ -86,7 +87,7 @@ static char *global_name(lua_State *L) {
           const char *field = lua_tostring(L, -2);
           size_t len = strlen(field) + (rank == 0 ? 0 : strlen(mod) + 1);
           size_t blen = best ? strlen(best) : 0;
-          char *cand = malloc(len + 1);
+          char *cand = cprof_malloc(len + 1);
           if (cand) {
             if (rank == 0) memcpy(cand, field, len + 1);
             else snprintf(cand, len + 1, "%s.%s", mod, field);

@@ -269,7 +269,7 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   Stack *st = adopt(P, L, -1, L);
   lua_pop(L, 1);
   if (!st || (M && M != L && !main_st)) {
-    prof_clear(P);
+    while (P->nstacks > 0) drop_stack(P, P->stacks[P->nstacks - 1]);
     return "out of memory";
   }
   if (main_st) install(main_st, M);

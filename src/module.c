@@ -4,6 +4,7 @@
 
 #include <lauxlib.h>
 
+#include "alloc.h"
 #include "compat.h"
 #include "funcs.h"
 #include "hook.h"
@@ -12,9 +13,10 @@
 
 static const char ANCHOR_KEY = 'a';  /* registry: the enabled Profile, kept from collection */
 
+/* A profile whose tables could not be made (out of memory) gets another try on each use. */
 static Profiler *check(lua_State *L) {
   Profiler *P = luaL_checkudata(L, 1, PROFILE_MT);
-  if (!P->timer.read) luaL_error(L, "cprof: this profile was freed");
+  if (!P->ready && prof_clear(P)) luaL_error(L, "cprof: out of memory");
   return P;
 }
 
@@ -34,10 +36,10 @@ static int l_new(lua_State *L) {
     return luaL_argerror(L, 1, "options table expected");
   }
   Profiler *P = lua_newuserdata(L, sizeof *P);
-  P->timer.read = NULL;
-  if (prof_init(P, timer)) return luaL_error(L, "cprof: out of memory");
+  int failed = prof_init(P, timer);
   luaL_getmetatable(L, PROFILE_MT);
-  lua_setmetatable(L, -2);
+  lua_setmetatable(L, -2);  /* from here on __gc frees whatever prof_init made */
+  if (failed) return luaL_error(L, "cprof: out of memory");
   return 1;
 }
 
@@ -103,7 +105,7 @@ static const char *const KIND_NAMES[] = {"Lua", "main", "C"};
 static int l_getstats(lua_State *L) {
   Profiler *P = check(L);
   double unit = P->timer.unit;
-  uint32_t *row = malloc(((size_t)P->nentries + 1) * sizeof *row);
+  uint32_t *row = cprof_malloc(((size_t)P->nentries + 1) * sizeof *row);
   if (!row) return luaL_error(L, "cprof: out of memory");
   lua_createtable(L, 0, 4);
   lua_pushstring(L, P->timer.name);
@@ -152,7 +154,6 @@ static int l_getstats(lua_State *L) {
 
 static int l_gc(lua_State *L) {
   Profiler *P = luaL_checkudata(L, 1, PROFILE_MT);
-  if (!P->timer.read) return 0;
   hook_forget(P, L);
   prof_free(P);
   return 0;
@@ -161,6 +162,11 @@ static int l_gc(lua_State *L) {
 static int l_mark_internal(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
   funcs_mark_internal(L, 1);
+  return 0;
+}
+
+static int l_fail_allocations(lua_State *L) {
+  cprof_fail_after((long)luaL_optinteger(L, 1, -1));
   return 0;
 }
 
@@ -196,6 +202,8 @@ int luaopen_cprof_core(lua_State *L) {
   lua_setfield(L, -2, "mark_internal");
   lua_pushcfunction(L, l_hooked);
   lua_setfield(L, -2, "hooked");
+  lua_pushcfunction(L, l_fail_allocations);
+  lua_setfield(L, -2, "fail_allocations");
   lua_getfield(L, -2, "__index");
   lua_setfield(L, -2, "methods");
   lua_remove(L, -2);

@@ -3,13 +3,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "alloc.h"
 #include "profiler.h"
 
 /* Doubles an array's capacity; 0 or -1 when out of memory. */
 static int grow(void **arr, uint32_t *cap, size_t elem, uint32_t first) {
   uint32_t ncap = *cap ? *cap * 2 : first;
   if (ncap <= *cap) return -1;
-  void *n = realloc(*arr, (size_t)ncap * elem);
+  void *n = cprof_realloc(*arr, (size_t)ncap * elem);
   if (!n) return -1;
   *arr = n;
   *cap = ncap;
@@ -26,6 +27,7 @@ int prof_init(Profiler *P, const cprof_timer *timer) {
     prof_free(P);
     return -1;
   }
+  P->ready = 1;
   return 0;
 }
 
@@ -53,7 +55,9 @@ void prof_free(Profiler *P) {
   idxmap_free(&P->kmap);
   idxmap_free(&P->gmap);
   idxmap_free(&P->smap);
+  cprof_timer timer = P->timer;
   memset(P, 0, sizeof *P);
+  P->timer = timer;
 }
 
 int prof_clear(Profiler *P) {
@@ -107,7 +111,7 @@ uint32_t prof_add_entry(Profiler *P, const void *ptr, int line, const char *sour
                         char *file, char *name, int kind) {
   char *src = NULL;
   if (source) {
-    src = malloc(srclen + 1);
+    src = cprof_malloc(srclen + 1);
     if (src) {
       memcpy(src, source, srclen);
       src[srclen] = '\0';
@@ -180,7 +184,7 @@ Stack *prof_find_stack(Profiler *P, lua_State *L) {
 }
 
 Stack *prof_new_stack(Profiler *P, lua_State *L) {
-  Stack *st = calloc(1, sizeof *st);
+  Stack *st = cprof_calloc(1, sizeof *st);
   if (!st) return NULL;
   st->P = P;
   st->L = L;

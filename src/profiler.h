@@ -94,12 +94,15 @@ struct Profiler {
   uint64_t next_stack_id;
   Stack *cur;              /* the stack of the last event */
   lua_State *owner;        /* main thread of the state the profiler is enabled on */
+  int ready;               /* prof_init succeeded: the tables exist */
   int enabled;
   int oom;                 /* an allocation failed: events were dropped, the report says so */
   uint64_t dropped;
 };
 
+/* Sets P up with empty tables; -1 when out of memory (P is then not ready, but can be freed). */
 int prof_init(Profiler *P, const cprof_timer *timer);
+/* Frees the tables; keeps the timer. */
 void prof_free(Profiler *P);
 /* Forgets every number; keeps the timer. Only while disabled. */
 int prof_clear(Profiler *P);
