@@ -41,6 +41,7 @@ build = {
       ["cprof.stats"] = "lua/cprof/stats.lua",
       ["cprof.core"] = {
          sources = {
+            "src/alloc.c",
             "src/engine.c",
             "src/funcs.c",
             "src/hook.c",
