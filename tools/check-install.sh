@@ -122,20 +122,27 @@ tree=$work/rocks
 mkdir -p "$copy"
 cp -R rockspec src lua "$copy"/
 [ -d bin ] && cp -R bin "$copy"/
+# check_tree LABEL LUAVERSION INTERPRETER ROOT: the modules, core.so and bin/ scripts are where
+# Lua looks for them under ROOT, and load from there.
+check_tree() {
+  local label=$1 ver=$2 interp=$3 dir=$4
+  same_list "$label: Lua modules in share/lua/$ver/cprof" "$expected_lua" \
+    "$( [ -d "$dir/share/lua/$ver" ] && cd "$dir/share/lua/$ver" && find cprof -name '*.lua' | LC_ALL=C sort)"
+  if [ -f "$dir/lib/lua/$ver/cprof/core.so" ]; then
+    ok "$label: lib/lua/$ver/cprof/core.so"
+  else
+    bad "$label: no lib/lua/$ver/cprof/core.so"
+  fi
+  for b in $expected_bin; do
+    if [ -x "$dir/bin/$b" ]; then ok "$label: bin/$b"; else bad "$label: bin/$b missing or not executable"; fi
+  done
+  smoke "$label" "$interp" "$dir/share/lua/$ver" "$dir/lib/lua/$ver"
+}
+
 if (cd "$copy" && luarocks make --deps-mode=none "$rockspec" --tree "$tree" --lua-version=5.4 \
       "LUA_INCDIR=$incdir") > "$work/luarocks.log" 2>&1; then
   ok "luarocks make"
-  same_list "Lua modules installed by luarocks" "$expected_lua" \
-    "$( [ -d "$tree/share/lua/5.4" ] && cd "$tree/share/lua/5.4" && find cprof -name '*.lua' | LC_ALL=C sort)"
-  if [ -f "$tree/lib/lua/5.4/cprof/core.so" ]; then
-    ok "luarocks installed lib/lua/5.4/cprof/core.so"
-  else
-    bad "luarocks did not install lib/lua/5.4/cprof/core.so"
-  fi
-  for b in $expected_bin; do
-    if [ -x "$tree/bin/$b" ]; then ok "luarocks installed bin/$b"; else bad "luarocks did not install bin/$b"; fi
-  done
-  smoke luarocks lua5.4 "$tree/share/lua/5.4" "$tree/lib/lua/5.4"
+  check_tree luarocks 5.4 lua5.4 "$tree"
 else
   bad "luarocks make failed:"
   show "$work/luarocks.log"
@@ -154,22 +161,12 @@ check_prefix() {
     show "$work/install-$label.log"
     return
   fi
-  same_list "$label: Lua modules in share/lua/$ver/cprof" "$expected_lua" \
-    "$( [ -d "$dir/share/lua/$ver" ] && cd "$dir/share/lua/$ver" && find cprof -name '*.lua' | LC_ALL=C sort)"
-  if [ -f "$dir/lib/lua/$ver/cprof/core.so" ]; then
-    ok "$label: lib/lua/$ver/cprof/core.so"
-  else
-    bad "$label: no lib/lua/$ver/cprof/core.so"
-  fi
   if cmp -s src/cprof.h "$dir/include/cprof.h"; then
     ok "$label: include/cprof.h"
   else
     bad "$label: include/cprof.h missing or not src/cprof.h"
   fi
-  for b in $expected_bin; do
-    if [ -x "$dir/bin/$b" ]; then ok "$label: bin/$b"; else bad "$label: bin/$b missing or not executable"; fi
-  done
-  smoke "$label" "$interp" "$dir/share/lua/$ver" "$dir/lib/lua/$ver"
+  check_tree "$label" "$ver" "$interp" "$dir"
 }
 
 check_prefix prefix lua5.4 5.4 lua5.4 "$work/prefix" PREFIX="$work/prefix" DESTDIR=

@@ -20,26 +20,19 @@ local unpack = table.unpack or unpack
 
 local report = {}
 
+-- Calls st:method with `arg` spread out when it is a list of arguments.
+local function apply(st, method, arg)
+  if type(arg) == "table" then return st[method](st, unpack(arg, 1, #arg)) end
+  return st[method](st, arg)
+end
+
 function report.print(stats_table, opts)
   opts = opts or {}
   local st = stats.new(stats_table, { stream = opts.stream })
   local sort = opts.sort
   if sort == nil then sort = "cumulative" end
-  if sort == false then
-    st:sort_stats()
-  elseif type(sort) == "table" then
-    st:sort_stats(unpack(sort, 1, #sort))
-  else
-    st:sort_stats(sort)
-  end
-  local limit = opts.limit
-  if limit == nil then
-    st:print_stats()
-  elseif type(limit) == "table" then
-    st:print_stats(unpack(limit, 1, #limit))
-  else
-    st:print_stats(limit)
-  end
+  if sort == false then st:sort_stats() else apply(st, "sort_stats", sort) end
+  if opts.limit == nil then st:print_stats() else apply(st, "print_stats", opts.limit) end
   return st
 end
 
