@@ -48,6 +48,7 @@ build = {
             "src/idxmap.c",
             "src/module.c",
             "src/profiler.c",
+            "src/tables.c",
             "src/timer.c",
          },
          defines = { "_GNU_SOURCE" },

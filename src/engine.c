@@ -9,6 +9,13 @@ static inline void account(Stat *s, cprof_ticks tt, cprof_ticks it) {
   s->calls++;
 }
 
+/* A frame becomes active (+1) or stops being active (-1) for the recursion counters. */
+static void levels(Profiler *P, const Frame *fr, int d) {
+  P->entries[fr->entry].s.level += d;
+  if (fr->edge != IDX_NONE) P->edges[fr->edge].s.level += d;
+  P->nodes[fr->node].s.level += d;
+}
+
 static void close_top(Profiler *P, Stack *st, cprof_ticks now) {
   Frame *fr = &st->f[--st->n];
   cprof_ticks tt = now - fr->t0;
@@ -17,12 +24,11 @@ static void close_top(Profiler *P, Stack *st, cprof_ticks now) {
   if (st->n > 0) st->f[st->n - 1].subt += tt;
   account(&P->entries[fr->entry].s, tt, tt - fr->subt);
   if (fr->edge != IDX_NONE) account(&P->edges[fr->edge].s, tt, tt - fr->subt);
+  account(&P->nodes[fr->node].s, tt, tt - fr->subt);
 }
 
 static void discard_top(Profiler *P, Stack *st) {
-  Frame *fr = &st->f[--st->n];
-  P->entries[fr->entry].s.level--;
-  if (fr->edge != IDX_NONE) P->edges[fr->edge].s.level--;
+  levels(P, &st->f[--st->n], -1);
 }
 
 /* Closes the frames above index `keep` (keep == -1: all of them). */
@@ -42,17 +48,15 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
     close_above(P, st, keep, eng_now(P));
   }
   if (st->n == st->cap && stack_grow(st)) return -1;
-  uint32_t parent = IDX_NONE;
-  if (st->n > 0) parent = st->f[st->n - 1].entry;
-  else if (st->resumer && st->resumer->n > 0) parent = st->resumer->f[st->resumer->n - 1].entry;
-  uint32_t edge = IDX_NONE;
-  if (parent != IDX_NONE) {
-    edge = prof_edge(P, parent, entry);
-    if (edge == IDX_NONE) return -1;
-    P->edges[edge].s.level++;
-  }
-  P->entries[entry].s.level++;
-  st->f[st->n++] = (Frame){ci, entry, edge, 0, 0};
+  /* A coroutine's first frame is called by the frame that resumed it. */
+  const Stack *from = st->n > 0 ? st : st->resumer && st->resumer->n > 0 ? st->resumer : NULL;
+  const Frame *caller = from ? &from->f[from->n - 1] : NULL;
+  const Link *lk = prof_link(P, caller ? caller->node : IDX_NONE,
+                             caller ? caller->entry : IDX_NONE, entry);
+  if (!lk) return -1;
+  if (lk->capped) P->tree_folded++;
+  st->f[st->n] = (Frame){ci, entry, lk->edge, lk->node, 0, 0};
+  levels(P, &st->f[st->n++], +1);
   return 0;
 }
 
@@ -68,10 +72,7 @@ void eng_return(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
 }
 
 static void suspend(Profiler *P, Stack *st, cprof_ticks now) {
-  for (uint32_t i = 0; i < st->n; i++) {
-    P->entries[st->f[i].entry].s.level--;
-    if (st->f[i].edge != IDX_NONE) P->edges[st->f[i].edge].s.level--;
-  }
+  for (uint32_t i = 0; i < st->n; i++) levels(P, &st->f[i], -1);
   st->suspended = 1;
   st->suspended_at = now;
 }
@@ -79,8 +80,7 @@ static void suspend(Profiler *P, Stack *st, cprof_ticks now) {
 static void resume(Profiler *P, Stack *st, cprof_ticks now) {
   cprof_ticks away = now - st->suspended_at;
   for (uint32_t i = 0; i < st->n; i++) {
-    P->entries[st->f[i].entry].s.level++;
-    if (st->f[i].edge != IDX_NONE) P->edges[st->f[i].edge].s.level++;
+    levels(P, &st->f[i], +1);
     st->f[i].t0 += away;
   }
   st->suspended = 0;

@@ -196,6 +196,7 @@ static uint32_t create(Profiler *P, lua_State *L, lua_Debug *ar, const void *ptr
                      name, kind);
   if (e != IDX_NONE) {
     P->entries[e].internal = (uint8_t)internal;
+    P->entries[e].lastline = kind == KIND_C ? -1 : ar->lastlinedefined;
     P->entries[e].name_tries = named ? 0 : NAME_TRIES;
     if (kind == KIND_MAIN) P->entries[e].line = 0;
   }

@@ -5,9 +5,16 @@
 #include <lauxlib.h>
 
 #include "alloc.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "compat.h"
 #include "funcs.h"
 #include "hook.h"
+#include "tables.h"
 
 #define PROFILE_MT "cprof.Profile"
 
@@ -22,6 +29,7 @@ static Profiler *check(lua_State *L) {
 
 static int l_new(lua_State *L) {
   const cprof_timer *timer = cprof_timer_default();
+  uint32_t tree_cap = TREE_CAP_DEFAULT;
   if (lua_istable(L, 1)) {
     lua_getfield(L, 1, "timer");
     if (lua_type(L, -1) == LUA_TSTRING) {
@@ -32,21 +40,43 @@ static int l_new(lua_State *L) {
                         luaL_typename(L, -1));
     }
     lua_pop(L, 1);
+    lua_getfield(L, 1, "tree_cap");
+    if (!lua_isnil(L, -1)) {
+      lua_Number cap = lua_tonumber(L, -1);
+      if (!lua_isnumber(L, -1) || cap < 1 || cap > 4e9 || cap != (lua_Number)(uint32_t)cap)
+        return luaL_error(L, "cprof: option 'tree_cap' must be a whole number from 1 to 4e9");
+      tree_cap = (uint32_t)cap;
+    }
+    lua_pop(L, 1);
   } else if (!lua_isnoneornil(L, 1)) {
     return luaL_argerror(L, 1, "options table expected");
   }
   Profiler *P = lua_newuserdata(L, sizeof *P);
   int failed = prof_init(P, timer);
+  P->tree_cap = tree_cap;
   luaL_getmetatable(L, PROFILE_MT);
   lua_setmetatable(L, -2);  /* from here on __gc frees whatever prof_init made */
   if (failed) return luaL_error(L, "cprof: out of memory");
   return 1;
 }
 
+static cprof_ticks now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (cprof_ticks)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
 static int l_enable(lua_State *L) {
   Profiler *P = check(L);
+  if (P->enabled) return 0;
   const char *err = hook_enable(P, L);
   if (err) return luaL_error(L, "cprof: %s", err);
+  if (P->start_time == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    P->start_time = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  }
+  P->enabled_at = now_ns();
   lua_pushvalue(L, 1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &ANCHOR_KEY);
   return 0;
@@ -55,6 +85,7 @@ static int l_enable(lua_State *L) {
 static void disable(lua_State *L, Profiler *P) {
   if (!P->enabled) return;
   hook_disable(P, L);
+  P->enabled_ns += now_ns() - P->enabled_at;
   lua_pushnil(L);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &ANCHOR_KEY);
 }
@@ -88,67 +119,40 @@ static int l_runcall(lua_State *L) {
   return lua_gettop(L) - 1;
 }
 
-static void set_stat(lua_State *L, const Stat *s, double unit) {
-  lua_pushinteger(L, (lua_Integer)s->calls);
-  lua_setfield(L, -2, "ncalls");
-  lua_pushinteger(L, (lua_Integer)(s->calls - s->rcalls));
-  lua_setfield(L, -2, "pcalls");
-  lua_pushnumber(L, (lua_Number)s->it * unit);
-  lua_setfield(L, -2, "tottime");
-  lua_pushnumber(L, (lua_Number)s->tt * unit);
-  lua_setfield(L, -2, "cumtime");
+static int l_getstats(lua_State *L) {
+  if (tables_push_stats(L, check(L))) return luaL_error(L, "cprof: out of memory");
+  return 1;
 }
 
-static const char *const KIND_NAMES[] = {"Lua", "main", "C"};
-
-/* The numbers as plain tables: see docs/API.md for the layout. */
-static int l_getstats(lua_State *L) {
+static int l_snapshot(lua_State *L) {
   Profiler *P = check(L);
-  double unit = P->timer.unit;
-  uint32_t *row = cprof_malloc(((size_t)P->nentries + 1) * sizeof *row);
-  if (!row) return luaL_error(L, "cprof: out of memory");
-  lua_createtable(L, 0, 4);
-  lua_pushstring(L, P->timer.name);
-  lua_setfield(L, -2, "timer");
-  lua_pushnumber(L, unit);
-  lua_setfield(L, -2, "unit");
-  if (P->oom) {
-    lua_pushinteger(L, (lua_Integer)P->dropped);
-    lua_setfield(L, -2, "dropped");
+  tables_push_snapshot(L, P, P->enabled ? now_ns() - P->enabled_at : 0);
+  return 1;
+}
+
+static int l_getpid(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)getpid());
+  return 1;
+}
+
+static int l_hostname(lua_State *L) {
+  char buf[256];
+  if (gethostname(buf, sizeof buf - 1) != 0) return luaL_error(L, "cprof: hostname: %s", strerror(errno));
+  buf[sizeof buf - 1] = '\0';
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* A file's modification time in Unix seconds (pstats prints it above a loaded profile). */
+static int l_mtime(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct stat sb;
+  if (stat(path, &sb) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cprof: %s: %s", path, strerror(errno));
+    return 2;
   }
-  lua_createtable(L, (int)P->nentries, 0);
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < P->nentries; i++) {
-    const Entry *e = &P->entries[i];
-    row[i] = 0;
-    if (e->s.calls == 0) continue;
-    row[i] = ++n;
-    lua_createtable(L, 0, 10);
-    lua_pushstring(L, e->file);
-    lua_setfield(L, -2, "file");
-    lua_pushinteger(L, e->kind == KIND_C ? 0 : e->line);
-    lua_setfield(L, -2, "line");
-    lua_pushstring(L, e->name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, KIND_NAMES[e->kind]);
-    lua_setfield(L, -2, "what");
-    set_stat(L, &e->s, unit);
-    lua_newtable(L);
-    lua_setfield(L, -2, "callers");
-    lua_rawseti(L, -2, (lua_Integer)n);
-  }
-  for (uint32_t i = 0; i < P->nedges; i++) {
-    const Edge *g = &P->edges[i];
-    if (g->s.calls == 0 || !row[g->caller] || !row[g->callee]) continue;
-    lua_rawgeti(L, -1, (lua_Integer)row[g->callee]);
-    lua_getfield(L, -1, "callers");
-    lua_createtable(L, 0, 4);
-    set_stat(L, &g->s, unit);
-    lua_rawseti(L, -2, (lua_Integer)row[g->caller]);
-    lua_pop(L, 2);
-  }
-  free(row);
-  lua_setfield(L, -2, "entries");
+  lua_pushnumber(L, (lua_Number)sb.st_mtime);
   return 1;
 }
 
@@ -179,6 +183,7 @@ static int l_hooked(lua_State *L) {
 static const luaL_Reg methods[] = {
   {"enable", l_enable},       {"disable", l_disable},   {"clear", l_clear},
   {"getstats", l_getstats},   {"runcall", l_runcall},   {"is_enabled", l_isenabled},
+  {"snapshot", l_snapshot},
   {NULL, NULL}};
 
 int luaopen_cprof_core(lua_State *L) {
@@ -204,6 +209,9 @@ int luaopen_cprof_core(lua_State *L) {
   lua_setfield(L, -2, "hooked");
   lua_pushcfunction(L, l_fail_allocations);
   lua_setfield(L, -2, "fail_allocations");
+  static const luaL_Reg system[] = {
+    {"getpid", l_getpid}, {"hostname", l_hostname}, {"mtime", l_mtime}, {NULL, NULL}};
+  luaL_setfuncs(L, system, 0);
   lua_getfield(L, -2, "__index");
   lua_setfield(L, -2, "methods");
   lua_remove(L, -2);

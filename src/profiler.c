@@ -22,8 +22,9 @@ int prof_init(Profiler *P, const cprof_timer *timer) {
   P->timer = *timer;
   P->next_stack_id = 1;
   P->sweep_at = 64;
+  P->tree_cap = TREE_CAP_DEFAULT;
   if (idxmap_init(&P->cmap, 256) || idxmap_init(&P->kmap, 256) || idxmap_init(&P->gmap, 512) ||
-      idxmap_init(&P->smap, 16)) {
+      idxmap_init(&P->smap, 16) || idxmap_init(&P->lmap, 512)) {
     prof_free(P);
     return -1;
   }
@@ -49,12 +50,15 @@ void prof_free(Profiler *P) {
   free(P->entries);
   free(P->keys);
   free(P->edges);
+  free(P->nodes);
+  free(P->links);
   for (uint32_t i = 0; i < P->nstacks; i++) free_stack(P->stacks[i]);
   free(P->stacks);
   idxmap_free(&P->cmap);
   idxmap_free(&P->kmap);
   idxmap_free(&P->gmap);
   idxmap_free(&P->smap);
+  idxmap_free(&P->lmap);
   cprof_timer timer = P->timer;
   memset(P, 0, sizeof *P);
   P->timer = timer;
@@ -62,8 +66,11 @@ void prof_free(Profiler *P) {
 
 int prof_clear(Profiler *P) {
   cprof_timer timer = P->timer;
+  uint32_t cap = P->tree_cap;
   prof_free(P);
-  return prof_init(P, &timer);
+  int r = prof_init(P, &timer);
+  P->tree_cap = cap;
+  return r;
 }
 
 static uint32_t content_hash(const char *source, size_t srclen, int line) {
@@ -162,6 +169,54 @@ uint32_t prof_edge(Profiler *P, uint32_t caller, uint32_t callee) {
   P->edges[i].caller = caller;
   P->edges[i].callee = callee;
   return i;
+}
+
+/* Recursion folds: a call of a function already on the path goes to that function's node, so
+   a recursive path is as long as its distinct functions, whatever the depth. */
+static uint32_t path_node_of(const Profiler *P, uint32_t node, uint32_t entry) {
+  for (; node != IDX_NONE; node = P->nodes[node].parent)
+    if (P->nodes[node].entry == entry) return node;
+  return IDX_NONE;
+}
+
+typedef struct LinkProbe {
+  Profiler *P;
+  uint32_t from, entry;
+} LinkProbe;
+
+static int link_matches(const LinkProbe *q, uint32_t i) {
+  return q->P->links[i].from == q->from && q->P->links[i].entry == q->entry;
+}
+
+const Link *prof_link(Profiler *P, uint32_t from, uint32_t from_entry, uint32_t entry) {
+  LinkProbe q = {P, from, entry};
+  uint32_t h = (uint32_t)idx_mix64(((uint64_t)from << 32) | entry), i;
+  IDXMAP_FIND(&P->lmap, h, link_matches, &q, i);
+  if (i != IDX_NONE) return &P->links[i];
+  Link lk = {from, entry, IDX_NONE, IDX_NONE, 0};
+  if (from_entry != IDX_NONE) {
+    lk.edge = prof_edge(P, from_entry, entry);
+    if (lk.edge == IDX_NONE) return NULL;
+  }
+  lk.node = path_node_of(P, from, entry);
+  if (lk.node == IDX_NONE && from != IDX_NONE && P->nnodes >= P->tree_cap) {
+    lk.node = from;
+    lk.capped = 1;
+  }
+  if (lk.node == IDX_NONE) {
+    if (P->nnodes == P->cnodes && grow((void **)&P->nodes, &P->cnodes, sizeof *P->nodes, 512))
+      return NULL;
+    lk.node = P->nnodes;
+    memset(&P->nodes[lk.node], 0, sizeof P->nodes[lk.node]);
+    P->nodes[lk.node].parent = from;
+    P->nodes[lk.node].entry = entry;
+  }
+  if ((P->nlinks == P->clinks && grow((void **)&P->links, &P->clinks, sizeof *P->links, 512)) ||
+      idxmap_put(&P->lmap, h, P->nlinks))
+    return NULL;
+  if (lk.node == P->nnodes) P->nnodes++;  /* committed only once the link exists */
+  P->links[P->nlinks] = lk;
+  return &P->links[P->nlinks++];
 }
 
 typedef struct StackProbe {

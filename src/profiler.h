@@ -28,6 +28,7 @@ enum { KIND_LUA, KIND_MAIN, KIND_C };
 typedef struct Entry {
   const void *cfunc; /* C: the function; Lua: NULL */
   int line;          /* Lua: line defined; C: -1 */
+  int lastline;      /* Lua: last line defined; C: -1 */
   char *source;      /* Lua: the chunk name: with `line`, the identity of a prototype */
   size_t srclen;
   char *file, *name; /* as reported */
@@ -50,9 +51,25 @@ typedef struct Edge {
   Stat s;
 } Edge;
 
+/* A call path: the node of the caller's path plus a function. */
+typedef struct Node {
+  uint32_t parent;         /* IDX_NONE for a root */
+  uint32_t entry;
+  Stat s;
+} Node;
+
+/* What a call of `entry` from a frame on node `from` leads to: computed once per pair, so a call
+   costs one probe for both its edge and its tree node. */
+typedef struct Link {
+  uint32_t from, entry;    /* from is IDX_NONE for a root call */
+  uint32_t node, edge;
+  int capped;              /* the tree was full: the call is folded into its caller's node */
+} Link;
+
 typedef struct Frame {
   const void *ci;          /* identity of the Lua activation (lua_Debug.i_ci) */
   uint32_t entry, edge;    /* edge is IDX_NONE for a root */
+  uint32_t node;
   cprof_ticks t0, subt;    /* start; time spent in callees */
 } Frame;
 
@@ -87,6 +104,13 @@ struct Profiler {
   Edge *edges;
   uint32_t nedges, cedges;
   IdxMap gmap;
+  Node *nodes;
+  uint32_t nnodes, cnodes;
+  uint32_t tree_cap;       /* most nodes; deeper new paths fold into their caller's node */
+  uint64_t tree_folded;    /* calls folded because the tree was full */
+  Link *links;
+  uint32_t nlinks, clinks;
+  IdxMap lmap;
   Stack **stacks;
   uint32_t nstacks, cstacks;
   IdxMap smap;
@@ -94,6 +118,9 @@ struct Profiler {
   uint64_t next_stack_id;
   Stack *cur;              /* the stack of the last event */
   lua_State *owner;        /* main thread of the state the profiler is enabled on */
+  double start_time;       /* Unix time of the first enable() */
+  cprof_ticks enabled_at;  /* CLOCK_MONOTONIC ns of the last enable() */
+  cprof_ticks enabled_ns;  /* time spent enabled, before the last enable() */
   int ready;               /* prof_init succeeded: the tables exist */
   int enabled;
   int oom;                 /* an allocation failed: events were dropped, the report says so */
@@ -125,6 +152,12 @@ uint32_t prof_find_content(Profiler *P, const void *ptr, int line, const char *s
 uint32_t prof_add_entry(Profiler *P, const void *ptr, int line, const char *source, size_t srclen,
                         char *file, char *name, int kind);
 uint32_t prof_edge(Profiler *P, uint32_t caller, uint32_t callee);
+
+enum { TREE_CAP_DEFAULT = 1000000 };
+
+/* The link for a call of `entry` from a frame on node `from` (IDX_NONE: a root call) whose
+   function is `from_entry`. NULL when out of memory. */
+const Link *prof_link(Profiler *P, uint32_t from, uint32_t from_entry, uint32_t entry);
 
 typedef struct KeyProbe {
   Profiler *P;

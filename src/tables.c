@@ -1,0 +1,185 @@
+/* Building Lua tables from the profiler's arrays. Runs once per report or dump, never per call. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "alloc.h"
+#include "tables.h"
+
+static const char *const KIND_NAMES[] = {"Lua", "main", "C"};
+
+static void set_stat(lua_State *L, const Stat *s, double unit) {
+  lua_pushinteger(L, (lua_Integer)s->calls);
+  lua_setfield(L, -2, "ncalls");
+  lua_pushinteger(L, (lua_Integer)(s->calls - s->rcalls));
+  lua_setfield(L, -2, "pcalls");
+  lua_pushnumber(L, (lua_Number)s->it * unit);
+  lua_setfield(L, -2, "tottime");
+  lua_pushnumber(L, (lua_Number)s->tt * unit);
+  lua_setfield(L, -2, "cumtime");
+}
+
+int tables_push_stats(lua_State *L, const Profiler *P) {
+  double unit = P->timer.unit;
+  uint32_t *row = cprof_malloc(((size_t)P->nentries + 1) * sizeof *row);
+  if (!row) return -1;
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, P->timer.name);
+  lua_setfield(L, -2, "timer");
+  lua_pushnumber(L, unit);
+  lua_setfield(L, -2, "unit");
+  if (P->oom) {
+    lua_pushinteger(L, (lua_Integer)P->dropped);
+    lua_setfield(L, -2, "dropped");
+  }
+  if (P->tree_folded) {
+    lua_pushinteger(L, (lua_Integer)P->tree_folded);
+    lua_setfield(L, -2, "tree_folded");
+    lua_pushinteger(L, (lua_Integer)P->tree_cap);
+    lua_setfield(L, -2, "tree_cap");
+  }
+  lua_createtable(L, (int)P->nentries, 0);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < P->nentries; i++) {
+    const Entry *e = &P->entries[i];
+    row[i] = 0;
+    if (e->s.calls == 0) continue;  /* as cProfile: a function still running has no row */
+    row[i] = ++n;
+    lua_createtable(L, 0, 10);
+    lua_pushstring(L, e->file);
+    lua_setfield(L, -2, "file");
+    lua_pushinteger(L, e->kind == KIND_C ? 0 : e->line);
+    lua_setfield(L, -2, "line");
+    lua_pushstring(L, e->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, KIND_NAMES[e->kind]);
+    lua_setfield(L, -2, "what");
+    set_stat(L, &e->s, unit);
+    lua_newtable(L);
+    lua_setfield(L, -2, "callers");
+    lua_rawseti(L, -2, (int)n);
+  }
+  for (uint32_t i = 0; i < P->nedges; i++) {
+    const Edge *g = &P->edges[i];
+    if (g->s.calls == 0 || !row[g->caller] || !row[g->callee]) continue;
+    lua_rawgeti(L, -1, (int)row[g->callee]);
+    lua_getfield(L, -1, "callers");
+    lua_createtable(L, 0, 4);
+    set_stat(L, &g->s, unit);
+    lua_rawseti(L, -2, (int)row[g->caller]);
+    lua_pop(L, 2);
+  }
+  free(row);
+  lua_setfield(L, -2, "entries");
+  return 0;
+}
+
+/* Columns: one array per field, so a million records cost a few arrays, not a million tables.
+   `stride` and `off` locate the uint32 or Stat field inside each record. */
+typedef enum { COL_U32, COL_CALLS, COL_PCALLS, COL_IT, COL_TT } ColKind;
+
+static void push_column(lua_State *L, const char *name, const void *base, size_t stride,
+                        size_t off, uint32_t n, ColKind kind, double unit) {
+  lua_createtable(L, (int)n, 0);
+  for (uint32_t i = 0; i < n; i++) {
+    const char *rec = (const char *)base + (size_t)i * stride + off;
+    const Stat *s = (const Stat *)(const void *)rec;
+    switch (kind) {
+      case COL_U32: {
+        uint32_t v = *(const uint32_t *)(const void *)rec;
+        lua_pushinteger(L, v == IDX_NONE ? 0 : (lua_Integer)v + 1);  /* 1-based; 0 = none */
+        break;
+      }
+      case COL_CALLS: lua_pushinteger(L, (lua_Integer)s->calls); break;
+      case COL_PCALLS: lua_pushinteger(L, (lua_Integer)(s->calls - s->rcalls)); break;
+      case COL_IT: lua_pushnumber(L, (lua_Number)s->it * unit); break;
+      case COL_TT: lua_pushnumber(L, (lua_Number)s->tt * unit); break;
+    }
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, name);
+}
+
+static void push_stat_columns(lua_State *L, const void *base, size_t stride, size_t off,
+                              uint32_t n, double unit) {
+  push_column(L, "ncalls", base, stride, off, n, COL_CALLS, unit);
+  push_column(L, "pcalls", base, stride, off, n, COL_PCALLS, unit);
+  push_column(L, "tottime", base, stride, off, n, COL_IT, unit);
+  push_column(L, "cumtime", base, stride, off, n, COL_TT, unit);
+}
+
+static void push_frames(lua_State *L, const Profiler *P) {
+  uint32_t n = P->nentries;
+  lua_createtable(L, 0, 11);
+  lua_pushinteger(L, n);
+  lua_setfield(L, -2, "n");
+  static const char *const cols[] = {"kind", "file", "line", "lastline", "name"};
+  for (int c = 0; c < 5; c++) {
+    lua_createtable(L, (int)n, 0);
+    for (uint32_t i = 0; i < n; i++) {
+      const Entry *e = &P->entries[i];
+      switch (c) {
+        case 0: lua_pushstring(L, KIND_NAMES[e->kind]); break;
+        case 1: lua_pushstring(L, e->file); break;
+        case 2: lua_pushinteger(L, e->kind == KIND_C ? 0 : e->line); break;
+        case 3: lua_pushinteger(L, e->lastline); break;
+        default: lua_pushstring(L, e->name); break;
+      }
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    lua_setfield(L, -2, cols[c]);
+  }
+  push_stat_columns(L, P->entries, sizeof *P->entries, offsetof(Entry, s), n, P->timer.unit);
+  lua_setfield(L, -2, "frames");
+}
+
+static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
+  lua_createtable(L, 0, 10);
+  lua_pushstring(L, LUA_VERSION);
+  lua_setfield(L, -2, "lua_version");
+  lua_pushstring(L, P->timer.name);
+  lua_setfield(L, -2, "timer");
+  lua_pushnumber(L, P->timer.unit);
+  lua_setfield(L, -2, "unit");
+  lua_pushnumber(L, 0.0);
+  lua_setfield(L, -2, "bias");
+  lua_pushnumber(L, P->start_time);
+  lua_setfield(L, -2, "start_time");
+  lua_pushnumber(L, (double)(P->enabled_ns + running_ns) * 1e-9);
+  lua_setfield(L, -2, "total_time");
+  lua_pushinteger(L, (lua_Integer)getpid());
+  lua_setfield(L, -2, "pid");
+  lua_pushinteger(L, (lua_Integer)P->tree_cap);
+  lua_setfield(L, -2, "tree_cap");
+  lua_pushinteger(L, (lua_Integer)P->tree_folded);
+  lua_setfield(L, -2, "tree_folded");
+  lua_pushinteger(L, (lua_Integer)P->dropped);
+  lua_setfield(L, -2, "dropped");
+  lua_setfield(L, -2, "meta");
+}
+
+void tables_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
+  double unit = P->timer.unit;
+  lua_createtable(L, 0, 4);
+  push_meta(L, P, running_ns);
+  push_frames(L, P);
+
+  lua_createtable(L, 0, 7);
+  lua_pushinteger(L, P->nedges);
+  lua_setfield(L, -2, "n");
+  push_column(L, "caller", P->edges, sizeof *P->edges, offsetof(Edge, caller), P->nedges,
+              COL_U32, unit);
+  push_column(L, "callee", P->edges, sizeof *P->edges, offsetof(Edge, callee), P->nedges,
+              COL_U32, unit);
+  push_stat_columns(L, P->edges, sizeof *P->edges, offsetof(Edge, s), P->nedges, unit);
+  lua_setfield(L, -2, "edges");
+
+  lua_createtable(L, 0, 7);
+  lua_pushinteger(L, P->nnodes);
+  lua_setfield(L, -2, "n");
+  push_column(L, "parent", P->nodes, sizeof *P->nodes, offsetof(Node, parent), P->nnodes,
+              COL_U32, unit);
+  push_column(L, "frame", P->nodes, sizeof *P->nodes, offsetof(Node, entry), P->nnodes,
+              COL_U32, unit);
+  push_stat_columns(L, P->nodes, sizeof *P->nodes, offsetof(Node, s), P->nnodes, unit);
+  lua_setfield(L, -2, "nodes");
+}
