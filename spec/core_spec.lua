@@ -312,7 +312,7 @@ describe("the Profile object", function()
   end)
 
   it("rejects a bad option", function()
-    assert.has_error(function() cprof.Profile { timer = "sundial" } end, "cprof: unknown timer 'sundial'")
+    assert.has_error(function() cprof.Profile { timer = "sundial" } end, "cprof: timer 'sundial': unknown timer")
     assert.has_error(function() cprof.Profile(5) end)
   end)
 

@@ -22,7 +22,10 @@ typedef struct cprof_timer {
 /* The default timer: CLOCK_MONOTONIC in nanoseconds. */
 const cprof_timer *cprof_timer_default(void);
 
-/* Looks up a built-in timer by name ("monotonic"); NULL when there is none of that name. */
-const cprof_timer *cprof_timer_find(const char *name);
+/* Fills *out with the built-in timer of that name: "monotonic" (the default), "cpu" (process
+   CPU time), "thread" (thread CPU time), "tsc" (the x86 time-stamp counter, where it is
+   invariant; its rate is measured once, in 20 ms) or "counter" (one tick per reading, for exact
+   tests). Returns NULL, or why the timer cannot be had. */
+const char *cprof_timer_get(const char *name, cprof_timer *out);
 
 #endif

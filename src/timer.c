@@ -1,14 +1,38 @@
-/* Built-in timers. Each returns integer ticks so that the hot path never touches floating point. */
+/* Built-in timers. Each returns integer ticks so that the hot path never touches floating point;
+   the unit (seconds per tick) is applied once, in reports. */
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#include <x86intrin.h>
+#define HAVE_TSC 1
+#else
+#define HAVE_TSC 0
+#endif
+
 #include "cprof.h"
 
-static cprof_ticks read_monotonic(void *ud) {
+static cprof_ticks read_clock(clockid_t id) {
   struct timespec ts;
-  (void)ud;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(id, &ts);
   return (cprof_ticks)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static cprof_ticks read_monotonic(void *ud) {
+  (void)ud;
+  return read_clock(CLOCK_MONOTONIC);
+}
+
+static cprof_ticks read_cpu(void *ud) {
+  (void)ud;
+  return read_clock(CLOCK_PROCESS_CPUTIME_ID);
+}
+
+static cprof_ticks read_thread(void *ud) {
+  (void)ud;
+  return read_clock(CLOCK_THREAD_CPUTIME_ID);
 }
 
 /* One tick per read: a profile taken with it is exact and the same on every machine, which is
@@ -19,15 +43,59 @@ static cprof_ticks read_counter(void *ud) {
   return __atomic_add_fetch(&n, 1, __ATOMIC_RELAXED);
 }
 
+#if HAVE_TSC
+static cprof_ticks read_tsc(void *ud) {
+  (void)ud;
+  return (cprof_ticks)__rdtsc();
+}
+
+/* Only an invariant counter (CPUID 0x80000007, EDX bit 8) ticks at one rate across frequency
+   changes and sleep states, on every core. */
+static int tsc_invariant(void) {
+  unsigned a, b, c, d;
+  if (!__get_cpuid(0x80000000, &a, &b, &c, &d) || a < 0x80000007) return 0;
+  __get_cpuid(0x80000007, &a, &b, &c, &d);
+  return (d >> 8) & 1;
+}
+
+static double tsc_seconds_per_tick;
+
+/* The counter's rate, measured against the monotonic clock over 20 ms, once per process. */
+static void measure_tsc(void) {
+  if (!tsc_invariant()) return;
+  struct timespec pause = {0, 20000000};
+  cprof_ticks t0 = read_clock(CLOCK_MONOTONIC), c0 = (cprof_ticks)__rdtsc();
+  nanosleep(&pause, NULL);
+  cprof_ticks t1 = read_clock(CLOCK_MONOTONIC), c1 = (cprof_ticks)__rdtsc();
+  if (c1 > c0 && t1 > t0) tsc_seconds_per_tick = (double)(t1 - t0) * 1e-9 / (double)(c1 - c0);
+}
+#endif
+
 static const cprof_timer builtin[] = {
   {"monotonic", 1e-9, read_monotonic, NULL},
+  {"cpu", 1e-9, read_cpu, NULL},
+  {"thread", 1e-9, read_thread, NULL},
   {"counter", 1.0, read_counter, NULL},
 };
 
 const cprof_timer *cprof_timer_default(void) { return &builtin[0]; }
 
-const cprof_timer *cprof_timer_find(const char *name) {
-  for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++)
-    if (strcmp(builtin[i].name, name) == 0) return &builtin[i];
+const char *cprof_timer_get(const char *name, cprof_timer *out) {
+  for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++) {
+    if (strcmp(builtin[i].name, name) == 0) {
+      *out = builtin[i];
+      return NULL;
+    }
+  }
+  if (strcmp(name, "tsc") != 0) return "unknown timer";
+#if HAVE_TSC
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, measure_tsc);
+  if (tsc_seconds_per_tick <= 0)
+    return "the CPU's time-stamp counter is not invariant, so the 'tsc' timer cannot be used";
+  *out = (cprof_timer){"tsc", tsc_seconds_per_tick, read_tsc, NULL};
   return NULL;
+#else
+  return "the 'tsc' timer needs an x86 CPU";
+#endif
 }
