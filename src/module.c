@@ -28,13 +28,13 @@ static Profiler *check(lua_State *L) {
 }
 
 static int l_new(lua_State *L) {
-  const cprof_timer *timer = cprof_timer_default();
+  cprof_timer timer = *cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT;
   if (lua_istable(L, 1)) {
     lua_getfield(L, 1, "timer");
     if (lua_type(L, -1) == LUA_TSTRING) {
-      timer = cprof_timer_find(lua_tostring(L, -1));
-      if (!timer) return luaL_error(L, "cprof: unknown timer '%s'", lua_tostring(L, -1));
+      const char *why = cprof_timer_get(lua_tostring(L, -1), &timer);
+      if (why) return luaL_error(L, "cprof: timer '%s': %s", lua_tostring(L, -1), why);
     } else if (!lua_isnil(L, -1)) {
       return luaL_error(L, "cprof: option 'timer' must be a timer name, not a %s",
                         luaL_typename(L, -1));
@@ -52,7 +52,7 @@ static int l_new(lua_State *L) {
     return luaL_argerror(L, 1, "options table expected");
   }
   Profiler *P = lua_newuserdata(L, sizeof *P);
-  int failed = prof_init(P, timer);
+  int failed = prof_init(P, &timer);
   P->tree_cap = tree_cap;
   luaL_getmetatable(L, PROFILE_MT);
   lua_setmetatable(L, -2);  /* from here on __gc frees whatever prof_init made */
