@@ -19,6 +19,7 @@ static void levels(Profiler *P, const Frame *fr, int d) {
 static void close_top(Profiler *P, Stack *st, cprof_ticks now) {
   Frame *fr = &st->f[--st->n];
   cprof_ticks tt = now - fr->t0;
+  if (fr->line != IDX_NONE) P->linerecs[fr->line].time += now - fr->line_t0;
   /* A coroutine's bottom frame has its caller on another stack: that caller is charged
      through the switch (eng_switch), which also counts the time of nested coroutines. */
   if (st->n > 0) st->f[st->n - 1].subt += tt;
@@ -55,7 +56,7 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
                              caller ? caller->entry : IDX_NONE, entry);
   if (!lk) return -1;
   if (lk->capped) P->tree_folded++;
-  st->f[st->n] = (Frame){ci, entry, lk->edge, lk->node, 0, 0};
+  st->f[st->n] = (Frame){ci, entry, lk->edge, lk->node, IDX_NONE, 0, 0, 0};
   levels(P, &st->f[st->n++], +1);
   return 0;
 }
@@ -71,6 +72,18 @@ void eng_return(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   close_top(P, st, now);
 }
 
+int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now) {
+  st->last = now;
+  if (st->n == 0) return 0;
+  Frame *fr = &st->f[st->n - 1];
+  if (fr->line != IDX_NONE) P->linerecs[fr->line].time += now - fr->line_t0;
+  fr->line = prof_line(P, fr->entry, line);
+  if (fr->line == IDX_NONE) return -1;
+  P->linerecs[fr->line].hits++;
+  fr->line_t0 = now;
+  return 0;
+}
+
 static void suspend(Profiler *P, Stack *st, cprof_ticks now) {
   for (uint32_t i = 0; i < st->n; i++) levels(P, &st->f[i], -1);
   st->suspended = 1;
@@ -82,6 +95,7 @@ static void resume(Profiler *P, Stack *st, cprof_ticks now) {
   for (uint32_t i = 0; i < st->n; i++) {
     levels(P, &st->f[i], +1);
     st->f[i].t0 += away;
+    st->f[i].line_t0 += away;
   }
   st->suspended = 0;
 }

@@ -26,6 +26,10 @@ static inline void eng_started(Stack *st, cprof_ticks now) {
    of an activation that was never seen (entered before enable()) closes every frame. */
 void eng_return(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
 
+/* A line event at `now`: the time since the frame's previous line event goes to that line.
+   Returns -1 when out of memory. */
+int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now);
+
 /* Control passed from the thread of `from` (may be NULL) to the thread of `to`, whose event at
    `now` this is. `from` is charged up to its own last event, so the time between the two events
    (the switch itself) stays with the frame that made it, and callee times add up.

@@ -80,9 +80,11 @@ static void keep_prev_hook(Stack *st, lua_State *T) {
   st->prev_count = h ? lua_gethookcount(T) : 0;
 }
 
+static int our_mask(const Profiler *P) { return OUR_MASK | (P->lines ? LUA_MASKLINE : 0); }
+
 static void install(Stack *st, lua_State *T) {
   keep_prev_hook(st, T);
-  lua_sethook(T, hook, OUR_MASK | st->prev_mask, st->prev_count);
+  lua_sethook(T, hook, our_mask(st->P) | st->prev_mask, st->prev_count);
 }
 
 /* Stacks of coroutines that were abandoned while suspended and then collected: found by
@@ -244,6 +246,8 @@ static void hook(lua_State *L, lua_Debug *ar) {
     }
     eng_return(P, st, CI_OF(*ar), now >= 0 ? now : eng_now(P));
     return;
+  } else if (event == LUA_HOOKLINE && P->lines) {
+    if (eng_line(P, st, ar->currentline, now >= 0 ? now : eng_now(P))) P->oom = 1;
   }
   if (theirs) st->prev_hook(L, ar);
 }

@@ -30,6 +30,7 @@ static Profiler *check(lua_State *L) {
 static int l_new(lua_State *L) {
   cprof_timer timer = *cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT;
+  int lines = 0;
   if (lua_istable(L, 1)) {
     lua_getfield(L, 1, "timer");
     if (lua_type(L, -1) == LUA_TSTRING) {
@@ -39,6 +40,9 @@ static int l_new(lua_State *L) {
       return luaL_error(L, "cprof: option 'timer' must be a timer name, not a %s",
                         luaL_typename(L, -1));
     }
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "lines");
+    lines = lua_toboolean(L, -1);
     lua_pop(L, 1);
     lua_getfield(L, 1, "tree_cap");
     if (!lua_isnil(L, -1)) {
@@ -54,6 +58,7 @@ static int l_new(lua_State *L) {
   Profiler *P = lua_newuserdata(L, sizeof *P);
   int failed = prof_init(P, &timer);
   P->tree_cap = tree_cap;
+  P->lines = lines;
   luaL_getmetatable(L, PROFILE_MT);
   lua_setmetatable(L, -2);  /* from here on __gc frees whatever prof_init made */
   if (failed) return luaL_error(L, "cprof: out of memory");

@@ -24,7 +24,7 @@ int prof_init(Profiler *P, const cprof_timer *timer) {
   P->sweep_at = 64;
   P->tree_cap = TREE_CAP_DEFAULT;
   if (idxmap_init(&P->cmap, 256) || idxmap_init(&P->kmap, 256) || idxmap_init(&P->gmap, 512) ||
-      idxmap_init(&P->smap, 16) || idxmap_init(&P->lmap, 512)) {
+      idxmap_init(&P->smap, 16) || idxmap_init(&P->lmap, 512) || idxmap_init(&P->rmap, 64)) {
     prof_free(P);
     return -1;
   }
@@ -52,6 +52,7 @@ void prof_free(Profiler *P) {
   free(P->edges);
   free(P->nodes);
   free(P->links);
+  free(P->linerecs);
   for (uint32_t i = 0; i < P->nstacks; i++) free_stack(P->stacks[i]);
   free(P->stacks);
   idxmap_free(&P->cmap);
@@ -59,6 +60,7 @@ void prof_free(Profiler *P) {
   idxmap_free(&P->gmap);
   idxmap_free(&P->smap);
   idxmap_free(&P->lmap);
+  idxmap_free(&P->rmap);
   cprof_timer timer = P->timer;
   memset(P, 0, sizeof *P);
   P->timer = timer;
@@ -67,9 +69,11 @@ void prof_free(Profiler *P) {
 int prof_clear(Profiler *P) {
   cprof_timer timer = P->timer;
   uint32_t cap = P->tree_cap;
+  int lines = P->lines;
   prof_free(P);
   int r = prof_init(P, &timer);
   P->tree_cap = cap;
+  P->lines = lines;
   return r;
 }
 
@@ -217,6 +221,29 @@ const Link *prof_link(Profiler *P, uint32_t from, uint32_t from_entry, uint32_t 
   if (lk.node == P->nnodes) P->nnodes++;  /* committed only once the link exists */
   P->links[P->nlinks] = lk;
   return &P->links[P->nlinks++];
+}
+
+typedef struct LineProbe {
+  Profiler *P;
+  uint32_t entry;
+  int line;
+} LineProbe;
+
+static int line_matches(const LineProbe *q, uint32_t i) {
+  return q->P->linerecs[i].entry == q->entry && q->P->linerecs[i].line == q->line;
+}
+
+uint32_t prof_line(Profiler *P, uint32_t entry, int line) {
+  LineProbe q = {P, entry, line};
+  uint32_t h = (uint32_t)idx_mix64(((uint64_t)entry << 32) | (uint32_t)line), i;
+  IDXMAP_FIND(&P->rmap, h, line_matches, &q, i);
+  if (i != IDX_NONE) return i;
+  if ((P->nlinerecs == P->clinerecs &&
+       grow((void **)&P->linerecs, &P->clinerecs, sizeof *P->linerecs, 256)) ||
+      idxmap_put(&P->rmap, h, P->nlinerecs))
+    return IDX_NONE;
+  P->linerecs[P->nlinerecs] = (LineRec){entry, line, 0, 0};
+  return P->nlinerecs++;
 }
 
 typedef struct StackProbe {

@@ -66,11 +66,21 @@ typedef struct Link {
   int capped;              /* the tree was full: the call is folded into its caller's node */
 } Link;
 
+/* Hits and time of one source line of one function (line events on). */
+typedef struct LineRec {
+  uint32_t entry;
+  int line;
+  uint64_t hits;
+  cprof_ticks time;        /* from each of its line events to the function's next one */
+} LineRec;
+
 typedef struct Frame {
   const void *ci;          /* identity of the Lua activation (lua_Debug.i_ci) */
   uint32_t entry, edge;    /* edge is IDX_NONE for a root */
   uint32_t node;
+  uint32_t line;           /* the LineRec of the line running in this frame, or IDX_NONE */
   cprof_ticks t0, subt;    /* start; time spent in callees */
+  cprof_ticks line_t0;     /* when that line started */
 } Frame;
 
 typedef struct Profiler Profiler;
@@ -111,6 +121,10 @@ struct Profiler {
   Link *links;
   uint32_t nlinks, clinks;
   IdxMap lmap;
+  int lines;               /* line events on */
+  LineRec *linerecs;
+  uint32_t nlinerecs, clinerecs;
+  IdxMap rmap;
   Stack **stacks;
   uint32_t nstacks, cstacks;
   IdxMap smap;
@@ -154,6 +168,9 @@ uint32_t prof_add_entry(Profiler *P, const void *ptr, int line, const char *sour
 uint32_t prof_edge(Profiler *P, uint32_t caller, uint32_t callee);
 
 enum { TREE_CAP_DEFAULT = 1000000 };
+
+/* The record of `line` in function `entry`, created on first sight; IDX_NONE when out of memory. */
+uint32_t prof_line(Profiler *P, uint32_t entry, int line);
 
 /* The link for a call of `entry` from a frame on node `from` (IDX_NONE: a root call) whose
    function is `from_entry`. NULL when out of memory. */

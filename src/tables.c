@@ -68,6 +68,25 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
     lua_rawseti(L, -2, (int)row[g->caller]);
     lua_pop(L, 2);
   }
+  for (uint32_t i = 0; i < P->nlinerecs; i++) {
+    const LineRec *r = &P->linerecs[i];
+    if (!row[r->entry]) continue;
+    lua_rawgeti(L, -1, (int)row[r->entry]);
+    lua_getfield(L, -1, "lines");
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, -3, "lines");
+    }
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, (lua_Integer)r->hits);
+    lua_setfield(L, -2, "hits");
+    lua_pushnumber(L, (lua_Number)r->time * unit);
+    lua_setfield(L, -2, "time");
+    lua_rawseti(L, -2, r->line);
+    lua_pop(L, 2);
+  }
   free(row);
   lua_setfield(L, -2, "entries");
   return 0;
@@ -182,4 +201,29 @@ void tables_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_n
               COL_U32, unit);
   push_stat_columns(L, P->nodes, sizeof *P->nodes, offsetof(Node, s), P->nnodes, unit);
   lua_setfield(L, -2, "nodes");
+
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, P->nlinerecs);
+  lua_setfield(L, -2, "n");
+  push_column(L, "frame", P->linerecs, sizeof *P->linerecs, offsetof(LineRec, entry),
+              P->nlinerecs, COL_U32, unit);
+  lua_createtable(L, (int)P->nlinerecs, 0);
+  for (uint32_t i = 0; i < P->nlinerecs; i++) {
+    lua_pushinteger(L, P->linerecs[i].line);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "line");
+  lua_createtable(L, (int)P->nlinerecs, 0);
+  for (uint32_t i = 0; i < P->nlinerecs; i++) {
+    lua_pushinteger(L, (lua_Integer)P->linerecs[i].hits);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "hits");
+  lua_createtable(L, (int)P->nlinerecs, 0);
+  for (uint32_t i = 0; i < P->nlinerecs; i++) {
+    lua_pushnumber(L, (lua_Number)P->linerecs[i].time * unit);
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, "time");
+  lua_setfield(L, -2, "lines");
 }
