@@ -98,7 +98,7 @@ inplace_env      = env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH='$(INPLACE_LUA_
 # Debian packages
 
 DEPS_PKGS  := lua5.4 liblua5.4-dev luajit libluajit-5.1-dev lua-lpeg lua-busted luarocks \
-              gcc make pkg-config
+              gcc make pkg-config clang libclang-rt-14-dev
 EXTRA_DEPS ?=
 ifneq ($(filter valgrind,$(MAKECMDGOALS)),)
   EXTRA_DEPS += valgrind
@@ -200,6 +200,7 @@ test: deps
 	  echo "==> luajit is not installed: skipping the LuaJIT specs"; \
 	fi; \
 	$(MAKE) --no-print-directory check-install || status=1; \
+	$(MAKE) --no-print-directory fuzz-short || status=1; \
 	echo "==> summary"; \
 	bash tools/test-summary.sh $(RESULTS_DIR) $$suites || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED"; fi; \
@@ -224,6 +225,46 @@ valgrind: deps all
 	@echo "==> valgrind $(LUA_CMD) -l cprof.auto $(VALGRIND_RUN)"
 	@$(call inplace_env,$(LUA)) valgrind --error-exitcode=1 --leak-check=full --keep-debuginfo=yes \
 	  $(LUA_CMD) -l cprof.auto $(VALGRIND_RUN)
+
+# ---------------------------------------------------------------------------------------------
+# Fuzzing the dump reader: fuzz/fuzz_read.c is a libFuzzer harness (clang), linked with the
+# reader and writer and liblua5.4. `make fuzz` runs it for FUZZ_SECONDS from the committed seed
+# corpus fuzz/corpus/ (fuzz/make_corpus.lua regenerates it); the inputs it finds go to
+# build/fuzz/corpus/, a crashing input to build/fuzz/crash-*. `make test` runs fuzz-short: 30 s,
+# skipped when clang is not installed.
+
+FUZZ_SECONDS ?= 60
+FUZZ_CC      ?= clang
+FUZZ_SRCS    := fuzz/fuzz_read.c src/dump_read.c src/dump_write.c src/alloc.c
+FUZZ_FLAGS   := -std=c11 -Wall -Wextra -Werror -g -O1 -D_GNU_SOURCE \
+                -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
+# -malloc_limit_mb: no input (at most a few KB) may make the reader allocate that much.
+FUZZ_RUN_FLAGS = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=1024 \
+                 -malloc_limit_mb=64 -print_final_stats=1 -artifact_prefix=build/fuzz/ \
+                 -dict=fuzz/dump.dict
+
+.PHONY: fuzz fuzz-short
+
+build/fuzz/fuzz_read: $(FUZZ_SRCS) src/dump_format.h src/alloc.h src/compat.h | deps
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(FUZZ_FLAGS) -Isrc $(call lua_cflags,lua5.4) -o $@ $(FUZZ_SRCS) \
+	  $$(pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4) -lm
+
+fuzz: build/fuzz/fuzz_read
+	@mkdir -p build/fuzz/corpus
+	@echo "==> fuzzing the dump reader for $(FUZZ_SECONDS) s: build/fuzz/fuzz_read"
+	@build/fuzz/fuzz_read $(FUZZ_RUN_FLAGS) build/fuzz/corpus fuzz/corpus 2> build/fuzz/last-run.log; \
+	rc=$$?; grep -aE '^(stat::number_of_executed_units|stat::peak_rss_mb|==[0-9]+==|SUMMARY|fuzz_read:)' \
+	  build/fuzz/last-run.log; \
+	if [ $$rc -ne 0 ]; then tail -n 60 build/fuzz/last-run.log; echo "fuzz: FAILED (log: build/fuzz/last-run.log)"; fi; \
+	exit $$rc
+
+fuzz-short:
+	@if command -v $(FUZZ_CC) >/dev/null 2>&1; then \
+	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30; \
+	else \
+	  echo "==> $(FUZZ_CC) is not installed: skipping the fuzz run"; \
+	fi
 
 # ---------------------------------------------------------------------------------------------
 # Running things with the in-place build

@@ -42,6 +42,9 @@ build = {
       ["cprof.core"] = {
          sources = {
             "src/alloc.c",
+            "src/dump_lua.c",
+            "src/dump_read.c",
+            "src/dump_write.c",
             "src/engine.c",
             "src/funcs.c",
             "src/hook.c",

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "compat.h"
+#include "dump_format.h"
 #include "funcs.h"
 #include "hook.h"
 #include "tables.h"
@@ -220,5 +221,6 @@ int luaopen_cprof_core(lua_State *L) {
   lua_getfield(L, -2, "__index");
   lua_setfield(L, -2, "methods");
   lua_remove(L, -2);
+  dump_register(L);
   return 1;
 }
