@@ -79,8 +79,10 @@ static int l_read_dump(lua_State *L) {
   const char *what;
   unsigned char *buf = slurp(path, &len, &err, &what);
   if (!buf) {
-    if (!what) return luaL_error(L, "cprof: %s: out of memory", path);
-    return luaL_error(L, "cprof: %s: %s: %s", path, what, strerror(err));
+    /* Not luaL_error: the message must start with "cprof: <path>", without a position. */
+    if (!what) lua_pushfstring(L, "cprof: %s: out of memory", path);
+    else lua_pushfstring(L, "cprof: %s: %s: %s", path, what, strerror(err));
+    return lua_error(L);
   }
   int failed = dump_read_memory(L, path, buf, len);
   free(buf);

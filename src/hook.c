@@ -8,6 +8,9 @@
 
 #include "compat.h"
 #include "engine.h"
+#if LUA_VERSION_NUM < 502
+#include <luajit.h>
+#endif
 #include "funcs.h"
 #include "hook.h"
 
@@ -252,10 +255,45 @@ static void hook(lua_State *L, lua_Debug *ar) {
   if (theirs) st->prev_hook(L, ar);
 }
 
+#if LUA_VERSION_NUM < 502
+static int jit_is_on(lua_State *L) {
+  int top = lua_gettop(L), on = 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  lua_getfield(L, -1, "jit");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "status");
+    if (lua_isfunction(L, -1) && lua_pcall(L, 0, 1, 0) == 0) on = lua_toboolean(L, -1);
+  }
+  lua_settop(L, top);
+  return on;
+}
+#endif
+
+#if LUA_VERSION_NUM < 502
+static int set_jit(lua_State *L) {
+  int mode = (int)(intptr_t)lua_touserdata(L, 1);
+  luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | mode);
+  return 0;
+}
+
+/* Switching the compiler can raise an error (for one, inside a finalizer while the state
+   closes): it is a wish, not a requirement, so it is done protected. */
+static void jit_mode(lua_State *L, int mode) {
+  lua_cpcall(L, set_jit, (void *)(intptr_t)mode);
+}
+#endif
+
 const char *hook_enable(Profiler *P, lua_State *L) {
   Profiler *other = enabled_profiler(L);
   if (other == P) return NULL;
   if (other) return "another cprof profiler is already enabled in this Lua state";
+#if LUA_VERSION_NUM < 502
+  /* LuaJIT's compiled code calls no hooks: while profiling, everything runs in the
+     interpreter, so every call is seen. Done before our hook is in, so it is not profiled. */
+  P->jit_was_on = jit_is_on(L);
+  jit_mode(L, LUAJIT_MODE_FLUSH);
+  jit_mode(L, LUAJIT_MODE_OFF);
+#endif
   lua_rawgetp(L, LUA_REGISTRYINDEX, &THREADS_KEY);
   if (!lua_istable(L, -1)) {
     lua_newtable(L);
@@ -274,6 +312,9 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   lua_pop(L, 1);
   if (!st || (M && M != L && !main_st)) {
     while (P->nstacks > 0) drop_stack(P, P->stacks[P->nstacks - 1]);
+#if LUA_VERSION_NUM < 502
+    if (P->jit_was_on) jit_mode(L, LUAJIT_MODE_ON);
+#endif
     return "out of memory";
   }
   if (main_st) install(main_st, M);
@@ -316,6 +357,9 @@ void hook_disable(Profiler *P, lua_State *L) {
   P->cur = NULL;
   P->enabled = 0;
   unregister(L);
+#if LUA_VERSION_NUM < 502
+  if (P->jit_was_on) jit_mode(L, LUAJIT_MODE_ON);
+#endif
 }
 
 void hook_forget(Profiler *P, lua_State *L) {

@@ -136,6 +136,7 @@ struct Profiler {
   cprof_ticks enabled_at;  /* CLOCK_MONOTONIC ns of the last enable() */
   cprof_ticks enabled_ns;  /* time spent enabled, before the last enable() */
   int ready;               /* prof_init succeeded: the tables exist */
+  int jit_was_on;          /* LuaJIT: the compiler was on before enable() turned it off */
   int enabled;
   int oom;                 /* an allocation failed: events were dropped, the report says so */
   uint64_t dropped;

@@ -4,6 +4,8 @@
 ---
 --- CPROF_SORT: sort keys, comma-separated (default "cumulative").
 --- CPROF_LIMIT: how many rows to print (default 30; 0 or "all" for every row).
+--- CPROF_OUT: also write the profile to this file as a dump (%p: the process id, %%: %).
+--- CPROF_QUIET: 1 prints no report (with CPROF_OUT: only the dump is written).
 
 local cprof = require "cprof"
 local core = require "cprof.core"
@@ -36,10 +38,29 @@ local function row_limit()
   return n
 end
 
+--- The CPROF_OUT path with %p replaced by the process id and %% by %.
+local function out_path(s)
+  return (s:gsub("%%([%%p]?)", function(c)
+    if c == "p" then return tostring(cprof.getpid()) end
+    return "%"
+  end))
+end
+
+local function quiet()
+  local q = os.getenv("CPROF_QUIET")
+  return q ~= nil and q ~= "" and q ~= "0"
+end
+
 local function finish()
   if reported then return end
   reported = true
   prof:disable()
+  local out = os.getenv("CPROF_OUT")
+  if out ~= nil and out ~= "" then
+    local ok, err = pcall(prof.dump_stats, prof, out_path(out))
+    if not ok then io.stderr:write((tostring(err):gsub("\n", " ")), "\n") end
+  end
+  if quiet() then return end
   local stats = prof:getstats()
   local ok, err = pcall(report.print, stats, { sort = sort_keys(), limit = row_limit(),
                                                stream = io.stderr })

@@ -27,6 +27,76 @@ function methods:print_stats(sort)
   return self
 end
 
+-- A word of a command line, quoted for a POSIX shell when it needs to be.
+local function shell_word(w)
+  w = tostring(w)
+  if w ~= "" and not w:find("[^%w%-%+_./:=,@%%]") then return w end
+  return "'" .. w:gsub("'", [['\'']]) .. "'"
+end
+
+--- The command line of this process, from the global `arg` (interpreter, its options, the
+--- script and its arguments), or "" when there is no `arg`.
+function cprof.command_line()
+  local a = rawget(_G, "arg")
+  if type(a) ~= "table" then return "" end
+  local lo = 0
+  while a[lo - 1] ~= nil do lo = lo - 1 end
+  local words = {}
+  for i = lo, #a do
+    if a[i] == nil then break end
+    words[#words + 1] = shell_word(a[i])
+  end
+  return table.concat(words, " ")
+end
+
+local function process_id()
+  if core.getpid then return core.getpid() end
+  local f = io.open("/proc/self/stat")
+  local pid = f and tonumber((f:read("*l") or ""):match("^%d+"))
+  if f then f:close() end
+  return pid or 0
+end
+cprof.getpid = process_id
+
+local function host_name()
+  if core.hostname then
+    local ok, h = pcall(core.hostname)
+    if ok and type(h) == "string" then return h end
+  end
+  return ""
+end
+
+--- The profile's data (p:snapshot()) with the meta of this process filled in: the command
+--- line, the process id and the host name.
+function methods:dump_data()
+  local d = self:snapshot()
+  local meta = d.meta
+  meta.command = cprof.command_line()
+  meta.pid = process_id()
+  meta.host = host_name()
+  return d
+end
+
+--- Writes the profile to `file` as a cprof dump (cprof.load and cprof-stats read it).
+--- Raises "cprof: <file>: <reason>" when it cannot.
+function methods:dump_stats(file)
+  if type(file) ~= "string" then
+    error(("cprof: dump_stats needs a file name, not a %s"):format(type(file)), 2)
+  end
+  local ok, err = pcall(core.write_dump, file, self:dump_data())
+  if not ok then error(err, 0) end
+  return self
+end
+
+--- Reads a dump written by dump_stats (or cprof.auto with CPROF_OUT): the data table of
+--- docs/API.md.  Raises "cprof: <file>: <reason>" for a missing or bad file.
+function cprof.load(file)
+  -- Called through pcall so that the message is the reader's own, with no position in front.
+  local ok, d = pcall(core.read_dump, file)
+  if not ok then error(d, 0) end
+  return d
+end
+
 local function compile(code, env)
   if type(code) ~= "string" then
     error(("cprof: code to profile must be a string of Lua, not a %s"):format(type(code)), 3)
@@ -67,18 +137,21 @@ function methods:runctx(code, env, locals)
   return self
 end
 
+-- After run/runctx: write the dump to `filename`, or print the report (as Python's
+-- cProfile.run does: with a file name it prints nothing).  Then the code's error, if any.
 local function finish(p, filename, sort, ok, err)
   if filename ~= nil then
-    -- The dump format is its own work item; until it lands a file cannot be written.
-    error("cprof: writing a profile to a file is not supported yet (" .. tostring(filename) .. ")", 3)
+    p:dump_stats(filename)
+  else
+    p:print_stats(sort)
   end
-  p:print_stats(sort)
   if not ok then error(err, 0) end
   return p
 end
 
---- cprof.run(code [, filename [, sort]]): profiles `code`; prints the report to stdout.
---- An error in `code` propagates after the report, with profiling off.
+--- cprof.run(code [, filename [, sort]]): profiles `code`; prints the report to stdout, or
+--- writes a dump to `filename` when given.  An error in `code` propagates after the report or
+--- the dump, with profiling off.
 function cprof.run(code, filename, sort)
   local p = cprof.Profile()
   local chunk = compile(code, _G)

@@ -11,8 +11,13 @@
 --              [0, 1) or a pattern string), or a list of restrictions applied
 --              in order; default none.
 -- opts.stream: an object with :write(s); default io.stdout.
+-- opts.strip_dirs, opts.reverse, opts.views: see report.show.
 --
 -- Returns the Stats object that was printed.
+--
+--   report.show(st, opts)
+--
+-- The same for a Stats object that already exists (several dumps added, say).
 
 local stats = require("cprof.stats")
 
@@ -26,14 +31,36 @@ local function apply(st, method, arg)
   return st[method](st, arg)
 end
 
-function report.print(stats_table, opts)
+local VIEWS = { stats = "print_stats", callers = "print_callers", callees = "print_callees" }
+
+--- report.show(st, opts): prints an existing Stats object.  Besides sort, limit and stream
+--- (stream replaces st.stream when given), it takes:
+---   opts.strip_dirs: strip the directories from file names first (st:strip_dirs()).
+---   opts.reverse:    reverse the sorted order (st:reverse_order()).
+---   opts.views:      a list of "stats", "callers" and "callees", printed in that order with
+---                    the same restrictions; default { "stats" }.
+function report.show(st, opts)
   opts = opts or {}
-  local st = stats.new(stats_table, { stream = opts.stream })
+  if opts.stream then st.stream = opts.stream end
+  if opts.strip_dirs then st:strip_dirs() end
   local sort = opts.sort
   if sort == nil then sort = "cumulative" end
   if sort == false then st:sort_stats() else apply(st, "sort_stats", sort) end
-  if opts.limit == nil then st:print_stats() else apply(st, "print_stats", opts.limit) end
+  if opts.reverse then st:reverse_order() end
+  for _, view in ipairs(opts.views or { "stats" }) do
+    local method = VIEWS[view]
+    if not method then
+      error(("cprof.report: unknown view '%s' (stats, callers or callees)"):format(tostring(view)), 2)
+    end
+    if opts.limit == nil then st[method](st) else apply(st, method, opts.limit) end
+  end
   return st
+end
+
+function report.print(stats_table, opts)
+  opts = opts or {}
+  local st = stats.new(stats_table, { stream = opts.stream })
+  return report.show(st, opts)
 end
 
 return report

@@ -15,6 +15,11 @@
 -- Insertion order (pstats' dict order) is kept in `self.order`; with a getstats()
 -- table as input it is the order of the `entries` array.
 --
+-- Sources: getstats() tables, data tables (Profile:snapshot(), cprof.load; converted by
+-- cprof.data.to_stats), dump file names (read with cprof.core.read_dump), objects with
+-- getstats(), and other Stats.  Several sources are added as pstats' add does.  Reports:
+-- print_stats, print_callers, print_callees; strip_dirs and dump_stats as in pstats.
+--
 -- Works on Lua 5.4 and LuaJIT/Lua 5.1.
 
 local M = {}
@@ -25,9 +30,12 @@ M.Stats = Stats
 
 local type, pairs, ipairs, tostring, tonumber, select, error, pcall, setmetatable, getmetatable =
   type, pairs, ipairs, tostring, tonumber, select, error, pcall, setmetatable, getmetatable
+local next, rawget = next, rawget
 local sformat, sfind, ssub, sbyte, srep, sgsub, smatch =
   string.format, string.find, string.sub, string.byte, string.rep, string.gsub, string.match
 local floor, huge = math.floor, math.huge
+local unpack = table.unpack or unpack
+local data_mod = require("cprof.data")
 local mtype = math.type       -- nil on LuaJIT / Lua 5.1
 local concat = table.concat
 
@@ -410,7 +418,7 @@ local function entry_key(e, where)
 end
 
 -- Store a record, merging with an existing one (pstats' add_func_stats).
-function Stats:_put(key, rec, what)
+function Stats:_put(key, rec, what, lastline)
   local old = self.stats[key]
   if not old then
     self.stats[key] = rec
@@ -423,6 +431,19 @@ function Stats:_put(key, rec, what)
     self.stats[key] = { old[1] + rec[1], old[2] + rec[2], old[3] + rec[3], old[4] + rec[4], callers }
   end
   if what and not self.what[key] then self.what[key] = what end
+  if lastline and not self.lastline[key] then self.lastline[key] = lastline end
+end
+
+-- Keep the meta of a loaded profile (the first one's, summed as data.merge_meta does).
+function Stats:_add_meta(meta)
+  if type(meta) ~= "table" then return end
+  if self.meta then
+    self.meta = data_mod.merge_meta(self.meta, meta)
+  else
+    local m = {}
+    for k, v in pairs(meta) do m[k] = v end
+    self.meta = m
+  end
 end
 
 function Stats:_load_getstats(data)
@@ -474,8 +495,10 @@ function Stats:_load_getstats(data)
     end
     local what = e.what
     if what ~= "C" and what ~= "main" and what ~= "Lua" then what = nil end
-    self:_put(keys[i], { cc, nc, tt, ct, callers }, what)
+    local lastline = type(e.lastline) == "number" and e.lastline or nil
+    self:_put(keys[i], { cc, nc, tt, ct, callers }, what, lastline)
   end
+  self:_add_meta(data.meta)
 end
 
 function Stats:_load_stats(other)
@@ -485,21 +508,62 @@ function Stats:_load_stats(other)
     for k, e in pairs(r[5]) do
       callers[k] = type(e) == "table" and { e[1], e[2], e[3], e[4] } or e
     end
-    self:_put(key, { r[1], r[2], r[3], r[4], callers }, other.what[key])
+    self:_put(key, { r[1], r[2], r[3], r[4], callers }, other.what[key], other.lastline[key])
   end
   for _, f in ipairs(other.files) do self.files[#self.files + 1] = f end
   self.timer, self.unit = other.timer, other.unit
+  self:_add_meta(other.meta)
 end
 
---- Load data: a getstats() table, an object with a getstats() method, or a Stats.
+local DAY_NAMES = { "Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat" }
+local MONTH_NAMES = { "Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec" }
+
+--- Python's time.ctime(t): "Sat Nov 21 05:21:10 2026" in local time (English names, day
+--- padded with a space).
+function M.ctime(t)
+  local d = os.date("*t", floor(t))
+  return sformat("%s %s %2d %02d:%02d:%02d %d", DAY_NAMES[d.wday], MONTH_NAMES[d.month],
+    d.day, d.hour, d.min, d.sec, d.year)
+end
+
+--- The `files` line of a dump: "<ctime(mtime)>    <path>", as pstats writes it, or the path
+--- alone when the modification time cannot be read (as pstats does when os.stat fails).
+function M.file_line(path)
+  local ok, core = pcall(require, "cprof.core")
+  if ok and type(core) == "table" and core.mtime then
+    local mt = core.mtime(path)
+    if type(mt) == "number" then return M.ctime(mt) .. "    " .. path end
+  end
+  return path
+end
+
+-- A dump file (read with cprof.core.read_dump, which raises "cprof: <path>: <reason>").
+function Stats:_load_file(path)
+  local ok, d = pcall(require("cprof.core").read_dump, path)
+  if not ok then error(d, 0) end
+  self:_load_getstats(data_mod.to_stats(d))
+  self.files[#self.files + 1] = M.file_line(path)
+end
+
+--- Load data: a getstats() table, a data table (Profile:snapshot(), cprof.load), the name of
+--- a dump file, an object with a getstats() method, or a Stats.
 function Stats:load_stats(data)
   if data == nil then return self end
   if getmetatable(data) == Stats then
     self:_load_stats(data)
     return self
   end
+  if type(data) == "string" then
+    self:_load_file(data)
+    return self
+  end
   if type(data) == "table" and data.entries ~= nil then
     self:_load_getstats(data)
+    return self
+  end
+  if type(data) == "table" and data.frames ~= nil then
+    self:_load_getstats(data_mod.to_stats(data))
     return self
   end
   local ok, getstats = pcall(function() return data.getstats end)
@@ -511,8 +575,9 @@ function Stats:load_stats(data)
     self:_load_getstats(st)
     return self
   end
-  error(sformat("cprof.stats: cannot create a Stats object from %s "
-    .. "(expected a getstats() table, a profile with getstats(), or a Stats)", tostring(data)), 0)
+  error(sformat("cprof.stats: cannot create a Stats object from %s (expected a getstats() table,"
+    .. " a data table, a dump file name, a profile with getstats(), or a Stats)",
+    tostring(data)), 0)
 end
 
 --- Compute totals and the longest standard name (pstats' get_top_level_stats).
@@ -538,15 +603,31 @@ function Stats:get_top_level_stats()
   return self
 end
 
---- Stats.new(data, opts): data is a getstats() table, an object with a
---- getstats() method, a Stats, or nil (empty).  opts.stream: an object with
---- :write(s) (default io.stdout).
-function Stats.new(data, opts)
-  opts = opts or {}
+-- True for a trailing options table: a plain table that is no kind of source.
+local function is_opts(t)
+  return type(t) == "table" and getmetatable(t) == nil and rawget(t, "entries") == nil
+    and rawget(t, "frames") == nil and rawget(t, "getstats") == nil
+    and rawget(t, "stats") == nil
+end
+
+--- Stats.new(source, ... [, opts]): each source is a getstats() table, a data table
+--- (Profile:snapshot(), cprof.load), the name of a dump file, an object with a getstats()
+--- method, a Stats, or nil (empty).  The first is loaded and the others are added, as
+--- pstats.Stats(*args) does.  opts.stream: an object with :write(s) (default io.stdout).
+function Stats.new(...)
+  local n = select("#", ...)
+  local args = { ... }
+  local opts = {}
+  if n >= 2 and is_opts(args[n]) then
+    opts = args[n]
+    n = n - 1
+  end
   local self = setmetatable({
     stats = {},          -- key -> { cc, nc, tt, ct, callers }
     order = {},          -- keys in insertion order
     what = {},           -- key -> "Lua" | "main" | "C" (when known)
+    lastline = {},       -- key -> last line defined (when known)
+    meta = nil,          -- the dump's meta (data tables and files), summed over sources
     files = {},          -- "<ctime>    <path>" lines (Stats loaded from files)
     fcn_list = false,    -- sorted keys, or false for "Random listing order"
     sort_type = "",
@@ -556,11 +637,37 @@ function Stats.new(data, opts)
     timer = nil, unit = nil,
     stream = opts.stream or io.stdout,
   }, Stats)
-  self:load_stats(data)
+  self:load_stats(args[1])
   self:get_top_level_stats()
+  if n >= 2 then self:add(unpack(args, 2, n)) end
   return self
 end
 M.new = Stats.new
+
+--- add(...): adds each source (anything Stats.new takes) as pstats' add does: the sources are
+--- visited last to first, their files are appended, every function's cc, nc, tt and ct are
+--- summed and so are its callers.  The sort order is lost (re-sort).  Returns self.
+function Stats:add(...)
+  local n = select("#", ...)
+  local items = { ... }
+  for i = n, 1, -1 do
+    local item = items[i]
+    if getmetatable(item) ~= Stats then item = Stats.new(item) end
+    self:_load_stats_keep_unit(item)
+    self.fcn_list = false
+    self.all_callees = nil
+  end
+  self:get_top_level_stats()
+  return self
+end
+
+-- _load_stats without replacing the timer and unit already known.
+function Stats:_load_stats_keep_unit(other)
+  local timer, unit = self.timer, self.unit
+  self:_load_stats(other)
+  if timer ~= nil then self.timer = timer end
+  if unit ~= nil then self.unit = unit end
+end
 
 setmetatable(M, { __call = function(_, data, opts) return Stats.new(data, opts) end })
 
@@ -848,6 +955,157 @@ function Stats:print_stats(...)
     out("\n\n")
   end
   self:_flush(buf)
+  return self
+end
+
+---------------------------------------------------------------------------
+-- print_callers / print_callees
+---------------------------------------------------------------------------
+
+-- Python's order of function-key tuples (file, line, name): C functions ('~') come last.
+local function key_order()
+  local lt = make_lt()
+  return function(a, b)
+    for i = 1, 3 do
+      local x, y = a[i], b[i]
+      if x ~= y then
+        if type(x) ~= type(y) then return type(x) < type(y) end
+        if lt(x, y) then return true end
+        if lt(y, x) then return false end
+      end
+    end
+    return false
+  end
+end
+
+-- The keys of a call dict in tuple order (pstats' sorted(call_dict)).
+local function sorted_keys(call_dict)
+  local keys = {}
+  for k in pairs(call_dict) do keys[#keys + 1] = k end
+  table.sort(keys, key_order())
+  return keys
+end
+
+--- Build self.all_callees: callee dicts keyed by caller (pstats' calc_callees).
+function Stats:calc_callees()
+  if self.all_callees then return self end
+  local all = {}
+  for _, func in ipairs(self.order) do
+    all[func] = all[func] or {}
+    for caller, edge in pairs(self.stats[func][5]) do
+      all[caller] = all[caller] or {}
+      all[caller][func] = edge
+    end
+  end
+  self.all_callees = all
+  return self
+end
+
+--- The heading of the callers/callees tables.
+function Stats:print_call_heading(name_size, column_title, out)
+  out(M.ljust("Function ", name_size) .. column_title .. "\n")
+  -- pstats prints the sub-header when the first non-empty callers dict holds edge tuples,
+  -- which cprof's always are.
+  for _, key in ipairs(self.order) do
+    if next(self.stats[key][5]) ~= nil then
+      out(srep(" ", name_size) .. "    ncalls  tottime  cumtime\n")
+      break
+    end
+  end
+end
+
+--- One function and its edges: the first edge on the function's line, the others below.
+function Stats:print_call_line(name_size, source, call_dict, arrow, out)
+  local head = M.ljust(func_std_string(source), name_size) .. (arrow or "->") .. " "
+  if next(call_dict) == nil then
+    out(head .. "\n")
+    return
+  end
+  local indent = ""
+  for _, func in ipairs(sorted_keys(call_dict)) do
+    local e = call_dict[func]
+    local nc, cc, tt, ct = e[1], e[2], e[3], e[4]
+    local sub = M.rjust(calls_text(nc, cc), 7 + 2 * #indent) .. " " .. f8(tt) .. " " .. f8(ct)
+      .. "  " .. func_std_string(func)
+    if indent == "" then
+      out(head .. sub .. "\n")
+    else
+      out(srep(" ", name_size + 1) .. sub .. "\n")
+    end
+    indent = " "
+  end
+end
+
+-- print_callers and print_callees: `dicts(func)` gives the edges shown for func.
+function Stats:_print_calls(title, arrow, dicts, sel)
+  local buf, out = new_out()
+  local width, list, msg = self:get_print_list(sel)
+  if #list > 0 then
+    out(msg .. "\n")
+    self:print_call_heading(width, title, out)
+    for _, f in ipairs(list) do self:print_call_line(width, f, dicts(f), arrow, out) end
+    out("\n\n")
+  end
+  self:_flush(buf)
+  return self
+end
+
+--- print_callers(...restrictions): for each function, the functions that called it, with
+--- the numbers of each caller->function edge.  Restrictions as in print_stats.
+function Stats:print_callers(...)
+  return self:_print_calls("was called by...", "<-", function(f) return self.stats[f][5] end,
+    { n = select("#", ...), ... })
+end
+
+--- print_callees(...restrictions): for each function, the functions it called.
+function Stats:print_callees(...)
+  self:calc_callees()
+  local all = self.all_callees
+  return self:_print_calls("called...", "->", function(f) return all[f] or {} end,
+    { n = select("#", ...), ... })
+end
+
+---------------------------------------------------------------------------
+-- strip_dirs, dump_stats
+---------------------------------------------------------------------------
+
+--- The file name without its directories.  Chunk names of strings ('[string "..."]') and
+--- C functions ('~') are left alone.
+local function strip_path(file)
+  if type(file) ~= "string" or ssub(file, 1, 1) == "[" then return file end
+  return smatch(file, "([^/]*)$")
+end
+M.strip_path = strip_path
+
+--- strip_dirs(): removes the directories from every file name, as pstats does: functions
+--- that collide are summed.  Unlike pstats, callers that collide are summed too (pstats keeps
+--- one of them).  The sort order is lost (re-sort).  Returns self.
+function Stats:strip_dirs()
+  local old, old_order, old_what, old_last = self.stats, self.order, self.what, self.lastline
+  self.stats, self.order, self.what, self.lastline = {}, {}, {}, {}
+  local function strip(key) return M.func_key(strip_path(key[1]), key[2], key[3]) end
+  for _, key in ipairs(old_order) do
+    local r = old[key]
+    local callers = {}
+    for _, ck in ipairs(sorted_keys(r[5])) do
+      local e = r[5][ck]
+      local edge = { e[1], e[2], e[3], e[4] }
+      local nk = strip(ck)
+      if callers[nk] then callers[nk] = add_edge(callers[nk], edge) else callers[nk] = edge end
+    end
+    self:_put(strip(key), { r[1], r[2], r[3], r[4], callers }, old_what[key], old_last[key])
+  end
+  self.fcn_list = false
+  self.all_callees = nil
+  self:get_top_level_stats()
+  return self
+end
+
+--- dump_stats(path): writes the functions and their callers as a cprof dump (no call tree;
+--- see cprof.data.from_stats).  Raises "cprof: <path>: <reason>" when it cannot.
+function Stats:dump_stats(path)
+  local ok, err = pcall(require("cprof.core").write_dump, path, data_mod.from_stats(self))
+  if not ok then error(err, 0) end
   return self
 end
 

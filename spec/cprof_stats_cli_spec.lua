@@ -1,0 +1,255 @@
+-- bin/cprof-stats, run as a child process under lua5.4 on dumps written here.
+--
+-- Under LuaJIT the dumps are written by the LuaJIT build and read by cprof-stats under lua5.4
+-- with the lua5.4 build of cprof.core (build/lua5.4/), which `make test` builds first; when it
+-- is missing, the specs are pending.
+local cprof = require "cprof"
+local core = require "cprof.core"
+local stats = require "cprof.stats"
+
+local string = string
+
+local function script_dir()
+  local src = debug.getinfo(1, "S").source:gsub("^@", "")
+  return src:match("^(.*)[/\\][^/\\]*$") or "."
+end
+local ROOT = script_dir() .. "/.."
+local SCRIPT = ROOT .. "/bin/cprof-stats"
+
+local function tmpname()
+  local n = os.tmpname()
+  os.remove(n)
+  return n
+end
+
+local function read(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function write(path, text)
+  local f = assert(io.open(path, "wb"))
+  f:write(text)
+  f:close()
+end
+
+local function q(s)
+  return "'" .. tostring(s):gsub("'", [['\'']]) .. "'"
+end
+
+-- The environment for lua5.4 running cprof-stats ("" or "env ... "), or nil and why not.
+local function lua54_env()
+  if rawget(_G, "jit") then
+    local so = ROOT .. "/build/lua5.4/cprof/core.so"
+    if not read(so) then return nil, "build/lua5.4/cprof/core.so is not built (run make first)" end
+    return ("env -u LUA_CPATH_5_4 LUA_CPATH=%s "):format(q(ROOT .. "/build/lua5.4/?.so;;"))
+  end
+  return ""
+end
+
+-- The command that runs cprof-stats, or nil and why not.
+local function command()
+  local env, why = lua54_env()
+  if not env then return nil, why end
+  return env .. "lua5.4 " .. q(SCRIPT)
+end
+
+-- Runs cprof-stats with `args` (a string, already quoted); returns stdout, stderr, status.
+local function cli(args, cmd)
+  cmd = cmd or assert(command())
+  local out, err = tmpname(), tmpname()
+  local p = assert(io.popen(("%s %s >%s 2>%s; echo $?"):format(cmd, args, out, err)))
+  local status = tonumber(p:read("*l"))
+  p:close()
+  local o, e = read(out), read(err)
+  os.remove(out)
+  os.remove(err)
+  return o, e, status
+end
+
+local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+local function helper(x) return string.rep("x", x) end
+local function program()
+  local t = 0
+  for i = 1, 3 do t = t + fib(7) helper(i) end
+  return t
+end
+
+local function dump(path)
+  local p = cprof.Profile { timer = "counter" }
+  p:runcall(program)
+  p:dump_stats(path)
+  return p:getstats()
+end
+
+local function totals(st)
+  local nc, cc = 0, 0
+  for _, e in ipairs(st.entries) do nc, cc = nc + e.ncalls, cc + e.pcalls end
+  return nc, cc
+end
+
+-- A collecting stream.
+local function collector()
+  local buf = {}
+  return { write = function(self, ...) for _, s in ipairs({ ... }) do buf[#buf + 1] = s end return self end,
+           text = function() return table.concat(buf) end }
+end
+
+describe("cprof-stats", function()
+  local why
+  local ready = core.write_dump ~= nil
+  if not ready then why = "cprof.core has no write_dump" end
+  if ready then
+    local cmd, err = command()
+    if not cmd then ready, why = false, err end
+  end
+  if not ready then
+    pending("cprof-stats specs: " .. why)
+    return
+  end
+
+  local files = {}
+  local function tmp()
+    local n = tmpname() .. ".prof"
+    files[#files + 1] = n
+    return n
+  end
+  after_each(function()
+    for _, f in ipairs(files) do os.remove(f) end
+    files = {}
+  end)
+
+  it("prints one dump like pstats, sorted by cumulative time", function()
+    local path = tmp()
+    local st = dump(path)
+    local out, err, status = cli(q(path))
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    local nc, cc = totals(st)
+    local lines = {}
+    for line in out:gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+    assert.matches("^%a%a%a %a%a%a [ %d]%d %d%d:%d%d:%d%d %d%d%d%d    " .. path:gsub("%p", "%%%0") .. "$",
+      lines[1])
+    assert.are.equal("", lines[2])
+    assert.are.equal(("         %d function calls (%d primitive calls) in "):format(nc, cc),
+      lines[3]:match("^(.* in )"))
+    assert.are.equal("   Ordered by: cumulative time", lines[5])
+    assert.are.equal(stats.title_line(), lines[7])
+    assert.matches("fib%)$", out:match("[^\n]*:%d+%(fib%)"))
+    -- the same text as the Stats of the same file printed here
+    local mine = collector()
+    stats.new(path, { stream = mine }):sort_stats("cumulative"):print_stats()
+    assert.are.equal(mine.text(), out)
+  end)
+
+  it("adds several dumps: two file lines and every count doubled", function()
+    local a, b = tmp(), tmp()
+    local st = dump(a)
+    dump(b)
+    local out, err, status = cli(q(a) .. " " .. q(b) .. " --sort calls")
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    local nc, cc = totals(st)
+    local l1, l2, blank, tot = out:match("^([^\n]*)\n([^\n]*)\n([^\n]*)\n([^\n]*)\n")
+    assert.matches("    " .. a:gsub("%p", "%%%0") .. "$", l1)
+    assert.matches("    " .. b:gsub("%p", "%%%0") .. "$", l2)
+    assert.are.equal("", blank)
+    assert.matches(("^         %d function calls %%(%d primitive calls%%) in "):format(2 * nc, 2 * cc), tot)
+    assert.matches("Ordered by: call count\n", out)
+    local fibrow = out:match("\n( *%d+/%d+) [^\n]*%(fib%)\n")
+    local e
+    for _, x in ipairs(st.entries) do if x.name == "fib" then e = x end end
+    assert.are.equal(("%d/%d"):format(2 * e.ncalls, 2 * e.pcalls), fibrow:match("%S+"))
+  end)
+
+  it("applies --limit and patterns in order, --reverse and --strip-dirs", function()
+    local path = tmp()
+    dump(path)
+    local out = cli(q(path) .. " --sort calls --limit 2 fib")
+    assert.matches("List reduced from %d+ to 2 due to restriction <2>\n"
+      .. "   List reduced from 2 to 1 due to restriction <'fib'>\n", out)
+    out = cli(q(path) .. " -s tottime --reverse --limit=0.5 --strip-dirs")
+    assert.matches("Ordered by: internal time\n   List reduced from %d+ to %d+ due to restriction <0.5>\n", out)
+    assert.not_matches("/", out:match("ncalls.*$"))
+    out = cli(q(path) .. " --limit all -- fib")
+    assert.matches("restriction <'fib'>", out)
+    assert.not_matches("restriction <%d", out)
+  end)
+
+  it("--callers and --callees print pstats' caller and callee tables; --stats adds the table", function()
+    local path = tmp()
+    dump(path)
+    local out, err, status = cli(q(path) .. " --callers fib")
+    assert.are.equal(0, status, err)
+    assert.matches("was called by%.%.%.\n", out)
+    assert.matches("ncalls  tottime  cumtime\n", out)
+    assert.not_matches("function calls", out)
+    local mine = collector()
+    stats.new(path, { stream = mine }):sort_stats("cumulative"):print_callers("fib")
+    assert.are.equal(mine.text(), out)
+    out = cli(q(path) .. " --callees --callers --stats")
+    local s, c1, c2 = out:find("function calls"), out:find("was called by"), out:find("called%.%.%.\n")
+    assert.is_true(s < c1 and c1 < c2)
+  end)
+
+  it("--help documents every option and exits 0", function()
+    local out, err, status = cli("--help")
+    assert.are.equal(0, status)
+    assert.are.equal("", err)
+    for _, opt in ipairs({ "--sort", "--limit", "--callers", "--callees", "--stats", "--strip-dirs",
+                           "--reverse", "--help" }) do
+      assert.matches("\n  [%- %a,]*" .. opt:gsub("%-", "%%-"), out)
+    end
+    assert.matches("^usage: cprof%-stats FILE%.%.%.", out)
+    assert.are.equal(out, (cli("-h")))
+  end)
+
+  local function one_line_error(args, pattern)
+    local out, err, status = cli(args)
+    assert.are.equal(2, status, args)
+    assert.are.equal("", out)
+    assert.matches("^cprof%-stats: [^\n]+\n$", err)
+    assert.matches(pattern, err)
+  end
+
+  it("errors: one line on stderr and exit status 2", function()
+    local path = tmp()
+    dump(path)
+    one_line_error(q(path) .. " --frobnicate", "unknown option '%-%-frobnicate'")
+    one_line_error(q(path) .. " --sort", "option %-%-sort needs an argument")
+    one_line_error(q(path) .. " --limit", "option %-%-limit needs an argument")
+    one_line_error(q(path) .. " --limit lots", "%-%-limit: 'lots'")
+    one_line_error(q(path) .. " --limit 2.5", "%-%-limit: a fraction must be in %[0, 1%)")
+    one_line_error(q(path) .. " --sort c", "%-%-sort: ambiguous sort key 'c'")
+    one_line_error(q(path) .. " --reverse=yes", "%-%-reverse takes no argument")
+    one_line_error("", "no dump file given")
+    local missing = tmpname() .. ".prof"
+    one_line_error(q(missing), "^cprof%-stats: " .. missing:gsub("%p", "%%%0") .. ": ")
+    local junk = tmp()
+    write(junk, "not a dump at all\n")
+    one_line_error(q(path) .. " " .. q(junk), "^cprof%-stats: " .. junk:gsub("%p", "%%%0") .. ": ")
+    -- a dump cut short
+    local whole = read(path)
+    local cut = tmp()
+    write(cut, whole:sub(1, math.floor(#whole / 2)))
+    one_line_error(q(cut), "^cprof%-stats: " .. cut:gsub("%p", "%%%0") .. ": ")
+  end)
+
+  it("runs as cprof-stats on PATH (make env puts bin/ there)", function()
+    local p = io.popen("command -v cprof-stats")
+    local where = p:read("*l")
+    p:close()
+    if not where then
+      pending("cprof-stats is not on PATH here (run the specs with make spec)")
+      return
+    end
+    local path = tmp()
+    dump(path)
+    local out, err, status = cli(q(path) .. " --limit 1", lua54_env() .. "cprof-stats")
+    assert.are.equal(0, status, err)
+    assert.matches("List reduced from %d+ to 1 due to restriction <1>", out)
+  end)
+end)
