@@ -102,6 +102,10 @@ describe("the call tree", function()
     assert.are.equal(10, p:getstats().tree_folded)
     -- the flat numbers do not suffer from the cap
     assert.are.equal(5, S.entry_of(p:getstats(), d3).ncalls)
+    -- and the report says so
+    local out = {}
+    require("cprof.report").print(p:getstats(), { stream = { write = function(_, t) out[#out + 1] = t end } })
+    assert.matches("the call tree reached its cap of 2 nodes: 10 calls", table.concat(out))
   end)
 
   it("rejects a bad cap", function()

@@ -54,6 +54,9 @@ describe("running out of memory", function()
     core.fail_allocations(-1)
     local stats = p:getstats()
     assert.is_true(stats.dropped >= 10)
+    local out = {}
+    require("cprof.report").print(stats, { stream = { write = function(_, t) out[#out + 1] = t end } })
+    assert.matches("memory ran out while profiling: %d+ events were not recorded", table.concat(out))
   end)
 
   it("refuses getstats with a clear error when it cannot build the table", function()

@@ -37,6 +37,15 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
     lua_pushinteger(L, (lua_Integer)P->tree_cap);
     lua_setfield(L, -2, "tree_cap");
   }
+  /* What a report must mention: the same fields a dump's meta has. */
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, (lua_Integer)P->dropped);
+  lua_setfield(L, -2, "dropped");
+  lua_pushinteger(L, (lua_Integer)P->tree_folded);
+  lua_setfield(L, -2, "tree_folded");
+  lua_pushinteger(L, (lua_Integer)P->tree_cap);
+  lua_setfield(L, -2, "tree_cap");
+  lua_setfield(L, -2, "meta");
   lua_createtable(L, (int)P->nentries, 0);
   uint32_t n = 0;
   for (uint32_t i = 0; i < P->nentries; i++) {

@@ -954,8 +954,24 @@ function Stats:print_stats(...)
     for _, f in ipairs(list) do self:print_line(f, out) end
     out("\n\n")
   end
+  self:_print_warnings(out)
   self:_flush(buf)
   return self
+end
+
+--- What the numbers lack, from the profile's meta (pstats has no such lines: they appear only
+--- when something was lost).
+function Stats:_print_warnings(out)
+  local meta = self.meta or {}
+  if type(meta.dropped) == "number" and meta.dropped > 0 then
+    out(sformat("   cprof: memory ran out while profiling: %s events were not recorded\n\n",
+                int_str(meta.dropped)))
+  end
+  if type(meta.tree_folded) == "number" and meta.tree_folded > 0 then
+    out(sformat("   cprof: the call tree reached its cap of %s nodes: %s calls on deeper new paths" ..
+                " were counted in their caller's node\n\n",
+                int_str(meta.tree_cap or 0), int_str(meta.tree_folded)))
+  end
 end
 
 ---------------------------------------------------------------------------
