@@ -335,8 +335,9 @@ describe("the Profile object", function()
     local p = cprof.Profile()
     p:runcall(function() return 1 end)
     local st = p:getstats()
-    assert.are.equal("monotonic", st.timer)
-    assert.are.equal(1e-9, st.unit)
+    -- the default timer: the time-stamp counter where it is invariant, else the monotonic clock
+    assert.is_true(st.timer == "tsc" or st.timer == "monotonic")
+    assert.is_true(st.unit > 0 and st.unit < 1e-6)
     local e = st.entries[1]
     for _, k in ipairs { "file", "line", "name", "what", "ncalls", "pcalls", "tottime", "cumtime", "callers" } do
       assert.is_not_nil(e[k], k)

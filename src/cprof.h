@@ -19,8 +19,8 @@ typedef struct cprof_timer {
   void *ud;
 } cprof_timer;
 
-/* The default timer: CLOCK_MONOTONIC in nanoseconds. */
-const cprof_timer *cprof_timer_default(void);
+/* The default timer: "tsc" where the CPU's time-stamp counter is invariant, else "monotonic". */
+cprof_timer cprof_timer_default(void);
 
 /* Fills *out with the built-in timer of that name: "monotonic" (the default), "cpu" (process
    CPU time), "thread" (thread CPU time), "tsc" (the x86 time-stamp counter, where it is

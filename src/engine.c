@@ -43,10 +43,12 @@ static int64_t find_frame(const Stack *st, const void *ci) {
   return -1;
 }
 
-int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint32_t entry) {
+int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint32_t entry,
+             cprof_ticks now) {
+  st->last = now;
   if (st->n > 0 && st->f[st->n - 1].ci != parent_ci) {
     int64_t keep = parent_ci ? find_frame(st, parent_ci) : -1;
-    close_above(P, st, keep, eng_now(P));
+    close_above(P, st, keep, now);
   }
   if (st->n == st->cap && stack_grow(st)) return -1;
   /* A coroutine's first frame is called by the frame that resumed it. */
@@ -56,7 +58,7 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
                              caller ? caller->entry : IDX_NONE, entry);
   if (!lk) return -1;
   if (lk->capped) P->tree_folded++;
-  st->f[st->n] = (Frame){ci, entry, lk->edge, lk->node, IDX_NONE, 0, 0, 0};
+  st->f[st->n] = (Frame){ci, entry, lk->edge, lk->node, IDX_NONE, now, 0, 0};
   levels(P, &st->f[st->n++], +1);
   return 0;
 }

@@ -9,18 +9,18 @@
 
 #include "profiler.h"
 
-static inline cprof_ticks eng_now(Profiler *P) { return P->timer.read(P->timer.ud); }
-
-/* A call of `entry` in activation `ci` whose caller is activation `parent_ci` (NULL: none in
-   this thread). Frames above the caller's are stale (unwound by an error, or replaced by a
-   tail call) and are closed first. The new frame's clock starts at `now`; the caller reads
-   it after this returns so the bookkeeping is not charged to the callee.
-   Returns 0, or -1 when out of memory (the call is not recorded). */
-int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint32_t entry);
-static inline void eng_started(Stack *st, cprof_ticks now) {
-  st->f[st->n - 1].t0 = now;
-  st->last = now;
+/* The profile's clock: the timer less the time spent inside cprof's hook, which stops the clock
+   while it runs (Profiler.hook_ticks), so no frame is charged for cprof's own work. */
+static inline cprof_ticks eng_now(Profiler *P) {
+  return P->timer.read(P->timer.ud) - P->hook_ticks;
 }
+
+/* A call at `now` of `entry` in activation `ci` whose caller is activation `parent_ci` (NULL:
+   none in this thread). Frames above the caller's are stale (unwound by an error, or replaced
+   by a tail call) and are closed first. Returns 0, or -1 when out of memory (the call is not
+   recorded). */
+int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint32_t entry,
+             cprof_ticks now);
 
 /* The return of activation `ci`: closes it and anything above it that was unwound. A return
    of an activation that was never seen (entered before enable()) closes every frame. */

@@ -121,8 +121,8 @@ static Stack *adopt(Profiler *P, lua_State *L, int idx, lua_State *T) {
   return st;
 }
 
-/* The first event in L since an event in another thread; `now` is its time. */
-static Stack *enter_thread(Profiler *P, lua_State *L, lua_Debug *ar, cprof_ticks now) {
+/* The stack of thread L, whose event follows an event in another thread. */
+static Stack *thread_stack(Profiler *P, lua_State *L, lua_Debug *ar) {
   Stack *st = prof_find_stack(P, L);
   /* A suspended stack continues with the return of the function that yielded; anything else
      means its thread died and this is another thread at the same address. */
@@ -148,11 +148,6 @@ static Stack *enter_thread(Profiler *P, lua_State *L, lua_Debug *ar, cprof_ticks
       st->prev_mask = P->cur->prev_mask;
       st->prev_count = P->cur->prev_count;
     }
-  }
-  if (st != P->cur) {
-    Stack *from = P->cur;
-    if (eng_switch(P, from, st, now)) drop_stack(P, from);
-    P->cur = st;
   }
   last_L = L;
   last_st = st;
@@ -194,7 +189,6 @@ static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CF
   lua_settop(L, top);
 }
 
-/* `now` is the event's time when it was read before the bookkeeping (on a switch), else -1. */
 static void on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks now) {
   lua_CFunction cf;
   uint32_t e = funcs_resolve(P, L, ar, &cf);
@@ -205,7 +199,7 @@ static void on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_t
     if (st->f[st->n - 1].ci != CI_OF(*ar)) st->f[st->n - 1].ci = parent_ci;
     st->ci_pending = 0;
   }
-  if (e == IDX_NONE || eng_call(P, st, CI_OF(*ar), parent_ci, e)) {
+  if (e == IDX_NONE || eng_call(P, st, CI_OF(*ar), parent_ci, e, now)) {
     P->oom = 1;
     return;
   }
@@ -214,45 +208,53 @@ static void on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_t
      so it gets one when it is resumed. */
   if (PER_THREAD_HOOKS && cf && (cf == funcs_resume || cf == funcs_wrap))
     hook_resumed_thread(P, L, ar, cf);
-  eng_started(st, now >= 0 ? now : eng_now(P));
+}
+
+static void on_return(Stack *st, lua_Debug *ar, cprof_ticks now) {
+  if (!PER_THREAD_HOOKS && st->ci_pending) {
+    st->f[st->n - 1].ci = CI_OF(*ar);
+    st->ci_pending = 0;
+  }
+  eng_return(st->P, st, CI_OF(*ar), now);
 }
 
 static void hook(lua_State *L, lua_Debug *ar) {
   Stack *st;
-  cprof_ticks now = -1;
+  Profiler *P;
   if (L == last_L) {
     st = last_st;
+    P = st->P;
   } else {
-    Profiler *P = enabled_profiler(L);
+    P = enabled_profiler(L);
     if (!P) {
       stray(L, ar);
       return;
     }
-    /* A switch: one clock reading serves the switch and the event. */
-    now = eng_now(P);
-    st = enter_thread(P, L, ar, now);
+    st = thread_stack(P, L, ar);
     if (!st) return;
   }
-  Profiler *P = st->P;
   int event = ar->event == LUA_HOOKTAILCALL ? LUA_HOOKCALL : ar->event;
   int theirs = st->prev_mask & (1 << event);
+  /* The program's own hook runs on the program's time: before ours on a return (inside the
+     returning function, as it would without us), after ours otherwise. */
+  if (theirs && event == LUA_HOOKRET) st->prev_hook(L, ar);
   if (P->oom) {
     P->dropped++;
-  } else if (event == LUA_HOOKCALL) {
-    on_call(P, st, L, ar, now);
-  } else if (event == LUA_HOOKRET) {
-    /* Their hook first: it runs inside the returning function, as it would without us. */
-    if (theirs) st->prev_hook(L, ar);
-    if (!PER_THREAD_HOOKS && st->ci_pending) {
-      st->f[st->n - 1].ci = CI_OF(*ar);
-      st->ci_pending = 0;
+  } else if (event == LUA_HOOKCALL || event == LUA_HOOKRET ||
+             (event == LUA_HOOKLINE && P->lines)) {
+    cprof_ticks in = P->timer.read(P->timer.ud);
+    cprof_ticks now = in - P->hook_ticks;
+    if (st != P->cur) {
+      Stack *from = P->cur;
+      if (eng_switch(P, from, st, now)) drop_stack(P, from);
+      P->cur = st;
     }
-    eng_return(P, st, CI_OF(*ar), now >= 0 ? now : eng_now(P));
-    return;
-  } else if (event == LUA_HOOKLINE && P->lines) {
-    if (eng_line(P, st, ar->currentline, now >= 0 ? now : eng_now(P))) P->oom = 1;
+    if (event == LUA_HOOKCALL) on_call(P, st, L, ar, now);
+    else if (event == LUA_HOOKRET) on_return(st, ar, now);
+    else if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
+    P->hook_ticks += P->timer.read(P->timer.ud) - in;
   }
-  if (theirs) st->prev_hook(L, ar);
+  if (theirs && event != LUA_HOOKRET) st->prev_hook(L, ar);
 }
 
 #if LUA_VERSION_NUM < 502

@@ -78,7 +78,14 @@ static const cprof_timer builtin[] = {
   {"counter", 1.0, read_counter, NULL},
 };
 
-const cprof_timer *cprof_timer_default(void) { return &builtin[0]; }
+
+/* The default: the time-stamp counter where it is invariant (a read costs about 10 ns, against
+   20 ns for clock_gettime, and every event reads the clock twice), else the monotonic clock. */
+cprof_timer cprof_timer_default(void) {
+  cprof_timer t;
+  if (cprof_timer_get("tsc", &t) != NULL) t = builtin[0];
+  return t;
+}
 
 const char *cprof_timer_get(const char *name, cprof_timer *out) {
   for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++) {
