@@ -29,7 +29,7 @@ static Profiler *check(lua_State *L) {
 }
 
 static int l_new(lua_State *L) {
-  cprof_timer timer = *cprof_timer_default();
+  cprof_timer timer = cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT;
   int lines = 0;
   if (lua_istable(L, 1)) {
