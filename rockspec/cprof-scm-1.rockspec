@@ -50,6 +50,7 @@ build = {
             "src/funcs.c",
             "src/hook.c",
             "src/idxmap.c",
+            "src/luatimer.c",
             "src/module.c",
             "src/profiler.c",
             "src/tables.c",

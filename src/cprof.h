@@ -19,6 +19,12 @@ typedef struct cprof_timer {
   void *ud;
 } cprof_timer;
 
+/* Makes a host's own timer available by name: cprof.Profile{timer = "name"}, CPROF_TIMER=name.
+   The name must stay valid; a second registration of a name replaces the first. Registered
+   names are looked up before the built-in ones. Returns 0, or -1 (a bad timer, or 16 already
+   registered). */
+int cprof_timer_register(const cprof_timer *timer);
+
 /* The default timer: "tsc" where the CPU's time-stamp counter is invariant, else "monotonic". */
 cprof_timer cprof_timer_default(void);
 

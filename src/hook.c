@@ -238,6 +238,7 @@ static void hook(lua_State *L, lua_Debug *ar) {
   /* The program's own hook runs on the program's time: before ours on a return (inside the
      returning function, as it would without us), after ours otherwise. */
   if (theirs && event == LUA_HOOKRET) st->prev_hook(L, ar);
+  P->L = L;
   if (P->oom) {
     P->dropped++;
   } else if (event == LUA_HOOKCALL || event == LUA_HOOKRET ||
@@ -340,6 +341,7 @@ static void unregister(lua_State *L) {
 void hook_disable(Profiler *P, lua_State *L) {
   if (!P->enabled) return;
   Stack *cur = prof_find_stack(P, L);
+  P->L = L;
   eng_flush(P, cur ? cur : P->cur, eng_now(P));
   /* Every live thread we hooked gets its own hook back; dead ones need nothing. */
   lua_rawgetp(L, LUA_REGISTRYINDEX, &THREADS_KEY);

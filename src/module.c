@@ -15,6 +15,7 @@
 #include "dump_format.h"
 #include "funcs.h"
 #include "hook.h"
+#include "luatimer.h"
 #include "tables.h"
 
 #define PROFILE_MT "cprof.Profile"
@@ -22,6 +23,13 @@
 static const char ANCHOR_KEY = 'a';  /* registry: the enabled Profile, kept from collection */
 
 /* A profile whose tables could not be made (out of memory) gets another try on each use. */
+/* The Profile userdata: the profiler, and the Lua function timer when there is one (outside
+   the Profiler, whose tables clear() rebuilds). */
+typedef struct LProfile {
+  Profiler P;
+  LuaTimer lt;
+} LProfile;
+
 static Profiler *check(lua_State *L) {
   Profiler *P = luaL_checkudata(L, 1, PROFILE_MT);
   if (!P->ready && prof_clear(P)) luaL_error(L, "cprof: out of memory");
@@ -32,16 +40,28 @@ static int l_new(lua_State *L) {
   cprof_timer timer = cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT;
   int lines = 0;
+  int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
+  double unit = 0;
   if (lua_istable(L, 1)) {
+    lua_getfield(L, 1, "unit");
+    if (!lua_isnil(L, -1)) {
+      unit = lua_tonumber(L, -1);
+      if (!lua_isnumber(L, -1) || !(unit > 0))
+        return luaL_error(L, "cprof: option 'unit' must be a positive number of seconds");
+    }
     lua_getfield(L, 1, "timer");
     if (lua_type(L, -1) == LUA_TSTRING) {
       const char *why = cprof_timer_get(lua_tostring(L, -1), &timer);
       if (why) return luaL_error(L, "cprof: timer '%s': %s", lua_tostring(L, -1), why);
+      if (unit > 0) return luaL_error(L, "cprof: option 'unit' goes with a function timer");
+    } else if (lua_isfunction(L, -1)) {
+      timer_fn = lua_gettop(L);
     } else if (!lua_isnil(L, -1)) {
-      return luaL_error(L, "cprof: option 'timer' must be a timer name, not a %s",
+      return luaL_error(L, "cprof: option 'timer' must be a timer name or a function, not a %s",
                         luaL_typename(L, -1));
+    } else if (unit > 0) {
+      return luaL_error(L, "cprof: option 'unit' goes with a function timer");
     }
-    lua_pop(L, 1);
     lua_getfield(L, 1, "lines");
     lines = lua_toboolean(L, -1);
     lua_pop(L, 1);
@@ -56,8 +76,11 @@ static int l_new(lua_State *L) {
   } else if (!lua_isnoneornil(L, 1)) {
     return luaL_argerror(L, 1, "options table expected");
   }
-  Profiler *P = lua_newuserdata(L, sizeof *P);
+  LProfile *lp = lua_newuserdata(L, sizeof *lp);
+  Profiler *P = &lp->P;
+  lp->lt.ref = LUA_NOREF;
   int failed = prof_init(P, &timer);
+  if (timer_fn) luatimer_init(&lp->lt, P, L, timer_fn, unit);
   P->tree_cap = tree_cap;
   P->lines = lines;
   luaL_getmetatable(L, PROFILE_MT);
@@ -125,14 +148,27 @@ static int l_runcall(lua_State *L) {
   return lua_gettop(L) - 1;
 }
 
+/* Readings a Lua function timer got wrong are part of what a report must say. */
+static void set_timer_errors(lua_State *L, Profiler *P) {
+  const LuaTimer *lt = &((LProfile *)P)->lt;
+  if (lt->ref == LUA_NOREF || lt->errors == 0) return;
+  lua_pushinteger(L, lt->errors);
+  lua_setfield(L, -2, "timer_errors");
+}
+
 static int l_getstats(lua_State *L) {
-  if (tables_push_stats(L, check(L))) return luaL_error(L, "cprof: out of memory");
+  Profiler *P = check(L);
+  if (tables_push_stats(L, P)) return luaL_error(L, "cprof: out of memory");
+  set_timer_errors(L, P);
   return 1;
 }
 
 static int l_snapshot(lua_State *L) {
   Profiler *P = check(L);
   tables_push_snapshot(L, P, P->enabled ? now_ns() - P->enabled_at : 0);
+  lua_getfield(L, -1, "meta");
+  set_timer_errors(L, P);
+  lua_pop(L, 1);
   return 1;
 }
 
@@ -163,9 +199,10 @@ static int l_mtime(lua_State *L) {
 }
 
 static int l_gc(lua_State *L) {
-  Profiler *P = luaL_checkudata(L, 1, PROFILE_MT);
-  hook_forget(P, L);
-  prof_free(P);
+  LProfile *lp = luaL_checkudata(L, 1, PROFILE_MT);
+  hook_forget(&lp->P, L);
+  prof_free(&lp->P);
+  luatimer_free(&lp->lt, L);
   return 0;
 }
 

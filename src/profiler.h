@@ -131,6 +131,7 @@ struct Profiler {
   uint32_t sweep_at;       /* sweep dead coroutines' stacks when nstacks reaches this */
   uint64_t next_stack_id;
   Stack *cur;              /* the stack of the last event */
+  lua_State *L;            /* the thread the hook (or enable/disable) is running in */
   cprof_ticks hook_ticks;  /* timer ticks spent inside the hook: kept off every frame */
   lua_State *owner;        /* main thread of the state the profiler is enabled on */
   double start_time;       /* Unix time of the first enable() */

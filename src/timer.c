@@ -87,7 +87,45 @@ cprof_timer cprof_timer_default(void) {
   return t;
 }
 
+/* Timers a host registered: few, registered at start-up, looked up when a profile is made. */
+enum { MAX_REGISTERED = 16 };
+static cprof_timer registered[MAX_REGISTERED];
+static int nregistered;
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int cprof_timer_register(const cprof_timer *timer) {
+  int ok = 0;
+  if (!timer || !timer->name || !timer->read || !(timer->unit > 0)) return -1;
+  pthread_mutex_lock(&registry_lock);
+  for (int i = 0; i < nregistered && !ok; i++) {
+    if (strcmp(registered[i].name, timer->name) == 0) {
+      registered[i] = *timer;
+      ok = 1;
+    }
+  }
+  if (!ok && nregistered < MAX_REGISTERED) {
+    registered[nregistered++] = *timer;
+    ok = 1;
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return ok ? 0 : -1;
+}
+
+static int find_registered(const char *name, cprof_timer *out) {
+  int found = 0;
+  pthread_mutex_lock(&registry_lock);
+  for (int i = 0; i < nregistered && !found; i++) {
+    if (strcmp(registered[i].name, name) == 0) {
+      *out = registered[i];
+      found = 1;
+    }
+  }
+  pthread_mutex_unlock(&registry_lock);
+  return found;
+}
+
 const char *cprof_timer_get(const char *name, cprof_timer *out) {
+  if (find_registered(name, out)) return NULL;
   for (size_t i = 0; i < sizeof builtin / sizeof builtin[0]; i++) {
     if (strcmp(builtin[i].name, name) == 0) {
       *out = builtin[i];

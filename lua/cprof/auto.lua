@@ -6,12 +6,23 @@
 --- CPROF_LIMIT: how many rows to print (default 30; 0 or "all" for every row).
 --- CPROF_OUT: also write the profile to this file as a dump (%p: the process id, %%: %).
 --- CPROF_QUIET: 1 prints no report (with CPROF_OUT: only the dump is written).
+--- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 
 local cprof = require "cprof"
 local core = require "cprof.core"
 local report = require "cprof.report"
 
-local prof = cprof.Profile()
+-- CPROF_TIMER names the timer; one that cannot be had is reported and the default is used.
+local function new_profile()
+  local name = os.getenv("CPROF_TIMER")
+  if name == nil or name == "" then return cprof.Profile() end
+  local ok, p = pcall(cprof.Profile, { timer = name })
+  if ok then return p end
+  io.stderr:write("cprof: CPROF_TIMER: ", tostring(p), "; using the default timer\n")
+  return cprof.Profile()
+end
+
+local prof = new_profile()
 local reported = false
 
 local function say(msg)

@@ -16,9 +16,8 @@ local cprof = { _VERSION = "cprof scm" }
 local methods = core.methods
 
 --- Profile([opts]): a new, disabled profile. opts.timer names a built-in timer.
-function cprof.Profile(opts)
-  return core.new(opts)
-end
+--- (The C function itself, so that an error in opts is reported at the caller's line.)
+cprof.Profile = core.new
 
 --- Prints the report to stdout, sorted by `sort` (default: standard name, as Python does).
 function methods:print_stats(sort)
