@@ -37,6 +37,7 @@ build = {
    modules = {
       ["cprof"] = "lua/cprof/init.lua",
       ["cprof.auto"] = "lua/cprof/auto.lua",
+      ["cprof.bias"] = "lua/cprof/bias.lua",
       ["cprof.data"] = "lua/cprof/data.lua",
       ["cprof.report"] = "lua/cprof/report.lua",
       ["cprof.stats"] = "lua/cprof/stats.lua",

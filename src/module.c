@@ -36,12 +36,25 @@ static Profiler *check(lua_State *L) {
   return P;
 }
 
+/* Pushes a new Profile with `timer`, or with the Lua function at `timer_fn` (0: none). */
+static Profiler *push_profile(lua_State *L, const cprof_timer *timer, int timer_fn, double unit) {
+  LProfile *lp = lua_newuserdata(L, sizeof *lp);
+  Profiler *P = &lp->P;
+  lp->lt.ref = LUA_NOREF;
+  int failed = prof_init(P, timer);
+  if (timer_fn) luatimer_init(&lp->lt, P, L, timer_fn, unit);
+  luaL_getmetatable(L, PROFILE_MT);
+  lua_setmetatable(L, -2);  /* from here on __gc frees whatever prof_init made */
+  if (failed) luaL_error(L, "cprof: out of memory");
+  return P;
+}
+
 static int l_new(lua_State *L) {
   cprof_timer timer = cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT;
   int lines = 0;
   int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
-  double unit = 0;
+  double unit = 0, bias = 0;
   if (lua_istable(L, 1)) {
     lua_getfield(L, 1, "unit");
     if (!lua_isnil(L, -1)) {
@@ -65,6 +78,13 @@ static int l_new(lua_State *L) {
     lua_getfield(L, 1, "lines");
     lines = lua_toboolean(L, -1);
     lua_pop(L, 1);
+    lua_getfield(L, 1, "bias");
+    if (!lua_isnil(L, -1)) {
+      bias = lua_tonumber(L, -1);
+      if (!lua_isnumber(L, -1) || bias != bias)
+        return luaL_error(L, "cprof: option 'bias' must be a number of seconds per event");
+    }
+    lua_pop(L, 1);
     lua_getfield(L, 1, "tree_cap");
     if (!lua_isnil(L, -1)) {
       lua_Number cap = lua_tonumber(L, -1);
@@ -76,16 +96,25 @@ static int l_new(lua_State *L) {
   } else if (!lua_isnoneornil(L, 1)) {
     return luaL_argerror(L, 1, "options table expected");
   }
-  LProfile *lp = lua_newuserdata(L, sizeof *lp);
-  Profiler *P = &lp->P;
-  lp->lt.ref = LUA_NOREF;
-  int failed = prof_init(P, &timer);
-  if (timer_fn) luatimer_init(&lp->lt, P, L, timer_fn, unit);
+  Profiler *P = push_profile(L, &timer, timer_fn, unit);
   P->tree_cap = tree_cap;
   P->lines = lines;
-  luaL_getmetatable(L, PROFILE_MT);
-  lua_setmetatable(L, -2);  /* from here on __gc frees whatever prof_init made */
-  if (failed) return luaL_error(L, "cprof: out of memory");
+  P->bias = bias;
+  return 1;
+}
+
+/* A new profile with the same timer and options, empty (Profile:calibrate measures with one). */
+static int l_sibling(lua_State *L) {
+  LProfile *lp = (LProfile *)check(L);
+  int fn = 0;
+  if (lp->lt.ref != LUA_NOREF) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lp->lt.ref);
+    fn = lua_gettop(L);
+  }
+  Profiler *P = push_profile(L, &lp->P.timer, fn, lp->lt.ticks ? lp->P.timer.unit : 0);
+  P->tree_cap = lp->P.tree_cap;
+  P->lines = lp->P.lines;
+  P->bias = lp->P.bias;
   return 1;
 }
 
@@ -129,6 +158,25 @@ static int l_clear(lua_State *L) {
   if (P->enabled) return luaL_error(L, "cprof: clear() while the profile is enabled; disable() first");
   if (prof_clear(P)) return luaL_error(L, "cprof: out of memory");
   return 0;
+}
+
+static int l_bias(lua_State *L) {
+  Profiler *P = check(L);
+  if (!lua_isnoneornil(L, 2)) {
+    double b = luaL_checknumber(L, 2);
+    if (b != b) return luaL_argerror(L, 2, "bias must be a number");
+    P->bias = b;
+  }
+  lua_pushnumber(L, P->bias);
+  return 1;
+}
+
+/* The profile's timer now, in its own ticks times its unit: seconds. */
+static int l_now(lua_State *L) {
+  Profiler *P = check(L);
+  P->L = L;
+  lua_pushnumber(L, (lua_Number)P->timer.read(P->timer.ud) * P->timer.unit);
+  return 1;
 }
 
 static int l_isenabled(lua_State *L) {
@@ -226,7 +274,8 @@ static int l_hooked(lua_State *L) {
 static const luaL_Reg methods[] = {
   {"enable", l_enable},       {"disable", l_disable},   {"clear", l_clear},
   {"getstats", l_getstats},   {"runcall", l_runcall},   {"is_enabled", l_isenabled},
-  {"snapshot", l_snapshot},
+  {"snapshot", l_snapshot},   {"bias", l_bias},         {"now", l_now},
+  {"sibling", l_sibling},
   {NULL, NULL}};
 
 int luaopen_cprof_core(lua_State *L) {

@@ -70,10 +70,12 @@ int prof_clear(Profiler *P) {
   cprof_timer timer = P->timer;
   uint32_t cap = P->tree_cap;
   int lines = P->lines;
+  double bias = P->bias;
   prof_free(P);
   int r = prof_init(P, &timer);
   P->tree_cap = cap;
   P->lines = lines;
+  P->bias = bias;
   return r;
 }
 

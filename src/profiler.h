@@ -133,6 +133,7 @@ struct Profiler {
   Stack *cur;              /* the stack of the last event */
   lua_State *L;            /* the thread the hook (or enable/disable) is running in */
   cprof_ticks hook_ticks;  /* timer ticks spent inside the hook: kept off every frame */
+  double bias;             /* seconds per event that no reading sees: subtracted by reports */
   lua_State *owner;        /* main thread of the state the profiler is enabled on */
   double start_time;       /* Unix time of the first enable() */
   cprof_ticks enabled_at;  /* CLOCK_MONOTONIC ns of the last enable() */

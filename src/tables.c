@@ -37,8 +37,10 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
     lua_pushinteger(L, (lua_Integer)P->tree_cap);
     lua_setfield(L, -2, "tree_cap");
   }
-  /* What a report must mention: the same fields a dump's meta has. */
-  lua_createtable(L, 0, 3);
+  /* What a report must know: the same fields a dump's meta has. */
+  lua_createtable(L, 0, 4);
+  lua_pushnumber(L, P->bias);
+  lua_setfield(L, -2, "bias");
   lua_pushinteger(L, (lua_Integer)P->dropped);
   lua_setfield(L, -2, "dropped");
   lua_pushinteger(L, (lua_Integer)P->tree_folded);
@@ -168,7 +170,7 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   lua_setfield(L, -2, "timer");
   lua_pushnumber(L, P->timer.unit);
   lua_setfield(L, -2, "unit");
-  lua_pushnumber(L, 0.0);
+  lua_pushnumber(L, P->bias);
   lua_setfield(L, -2, "bias");
   lua_pushnumber(L, P->start_time);
   lua_setfield(L, -2, "start_time");

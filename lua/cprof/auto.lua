@@ -6,6 +6,7 @@
 --- CPROF_LIMIT: how many rows to print (default 30; 0 or "all" for every row).
 --- CPROF_OUT: also write the profile to this file as a dump (%p: the process id, %%: %).
 --- CPROF_QUIET: 1 prints no report (with CPROF_OUT: only the dump is written).
+--- CPROF_CALIBRATE: 1 measures the bias per event before the script starts (Profile:calibrate).
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 
 local cprof = require "cprof"
@@ -72,7 +73,7 @@ local function finish()
     if not ok then io.stderr:write((tostring(err):gsub("\n", " ")), "\n") end
   end
   if quiet() then return end
-  local stats = prof:getstats()
+  local stats = prof:report_data()
   local ok, err = pcall(report.print, stats, { sort = sort_keys(), limit = row_limit(),
                                                stream = io.stderr })
   if not ok then
@@ -102,6 +103,13 @@ end
 
 core.mark_internal(finish)
 core.mark_internal(exit_after_report)
+
+-- CPROF_CALIBRATE=1: measure the bias per event first (a few milliseconds), so that the
+-- report subtracts it.
+if os.getenv("CPROF_CALIBRATE") == "1" then
+  local ok, err = pcall(prof.calibrate, prof)
+  if not ok then io.stderr:write("cprof: CPROF_CALIBRATE: ", tostring(err), "\n") end
+end
 
 prof:enable()
 

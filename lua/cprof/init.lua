@@ -15,15 +15,67 @@ local cprof = { _VERSION = "cprof scm" }
 
 local methods = core.methods
 
---- Profile([opts]): a new, disabled profile. opts.timer names a built-in timer.
---- (The C function itself, so that an error in opts is reported at the caller's line.)
-cprof.Profile = core.new
+local bias_mod = require "cprof.bias"
+
+--- The bias (seconds per event) of profiles made without a `bias` option, as Python's
+--- profile.Profile.bias; 0 until set (Profile:calibrate measures one).
+cprof.bias = 0
+
+--- Profile([opts]): a new, disabled profile (options in docs/API.md).
+function cprof.Profile(opts)
+  if cprof.bias ~= 0 and (opts == nil or (type(opts) == "table" and opts.bias == nil)) then
+    local o = { bias = cprof.bias }
+    for k, v in pairs(opts or {}) do o[k] = v end
+    opts = o
+  end
+  local ok, p = pcall(core.new, opts)
+  if not ok then error(p, 2) end -- reported at the caller's line
+  return p
+end
+
+--- The profile's numbers for a report: its data with the bias subtracted.
+function methods:report_data()
+  return bias_mod.apply(self:snapshot())
+end
 
 --- Prints the report to stdout, sorted by `sort` (default: standard name, as Python does).
 function methods:print_stats(sort)
   if sort == nil then sort = -1 end
-  report.print(self:getstats(), { sort = sort })
+  report.print(self:report_data(), { sort = sort })
   return self
+end
+
+--- Measures the cost per event that cprof's clock readings cannot see, as Python's
+--- profile.Profile.calibrate(m): runs `n` calls (default 100000) of a tiny function without
+--- and with profiling, on this profile's timer, and takes (profiled - unprofiled) time per
+--- event, the median of five tries. Sets this profile's bias and returns it.
+function methods:calibrate(n)
+  n = n or 100000
+  if type(n) ~= "number" or n < 1 or n % 1 ~= 0 then
+    error("cprof: calibrate needs a whole number of calls, not " .. tostring(n), 2)
+  end
+  local function f1(k) local x for _ = 1, k do x = 1 end return x end
+  local function f(m) for _ = 1, m do f1(2) end end
+  local lines = { [debug.getinfo(f, "S").linedefined] = true, [debug.getinfo(f1, "S").linedefined] = true }
+  f(n) -- warm up
+  local tries = {}
+  for t = 1, 5 do
+    local t0 = self:now()
+    f(n)
+    local elapsed = self:now() - t0
+    local p = self:sibling()
+    p:bias(0)
+    p:runcall(f, n)
+    local reported, calls = 0, 0
+    for _, e in ipairs(p:getstats().entries) do
+      if e.what == "Lua" and lines[e.line] then reported, calls = reported + e.tottime, calls + e.ncalls end
+    end
+    assert(calls == n + 1, "cprof: calibrate: the profile missed calls")
+    tries[t] = (reported - elapsed) / (2 * calls)
+  end
+  table.sort(tries)
+  self:bias(tries[3])
+  return tries[3]
 end
 
 -- A word of a command line, quoted for a POSIX shell when it needs to be.
