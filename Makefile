@@ -44,7 +44,7 @@ ASAN_CC   ?= gcc
 CFLAGS    ?= -O2
 CPPFLAGS  ?=
 LDFLAGS   ?=
-LIBS      := -lm -lpthread
+LIBS      := -lm -lpthread -ldl
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
 BASE_CFLAGS = -std=c11 -Wall -Wextra -Werror
@@ -76,7 +76,8 @@ BUSTED      ?= /usr/bin/busted
 BUSTED_FLAGS ?=
 DEMO        ?= examples/json_demo.lua
 VALGRIND_RUN ?= examples/fib.lua 20
-BENCH_SCRIPTS ?= $(sort $(wildcard bench/*.lua))
+# bench/alloc.lua holds the workloads of bench-alloc, not a script of its own.
+BENCH_SCRIPTS ?= $(filter-out bench/alloc.lua,$(sort $(wildcard bench/*.lua)))
 
 PREFIX  ?= /usr/local
 DESTDIR ?=
@@ -113,7 +114,7 @@ DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
 # Targets
 
 .PHONY: all deps test spec check-install demo install uninstall env asan valgrind bench \
-        clean help FORCE
+        bench-alloc ctest clean help FORCE
 
 all: build/$(LUA)/cprof/core.so
 
@@ -128,7 +129,9 @@ help:
 	@echo 'eval "$$(make -s env)"  use this checkout from any directory'
 	@echo 'make asan             specs under AddressSanitizer + UBSan'
 	@echo 'make valgrind         $(VALGRIND_RUN) under valgrind'
-	@echo 'make bench            run bench/*.lua'
+	@echo 'make bench            run bench/*.lua, then bench-alloc'
+	@echo 'make bench-alloc      cprof'"'"'s allocator against the default one (and mimalloc)'
+	@echo 'make ctest            C unit tests of the arenas, slabs and lua_Alloc (also under ASan)'
 	@echo 'make clean            remove build/'
 
 # Build rules for one variant ($(1) = lua5.4, luajit or asan).
@@ -199,12 +202,36 @@ test: deps
 	else \
 	  echo "==> luajit is not installed: skipping the LuaJIT specs"; \
 	fi; \
+	$(MAKE) --no-print-directory ctest || status=1; \
 	$(MAKE) --no-print-directory check-install || status=1; \
 	$(MAKE) --no-print-directory fuzz-short || status=1; \
 	echo "==> summary"; \
 	bash tools/test-summary.sh $(RESULTS_DIR) $$suites || status=1; \
 	if [ $$status -ne 0 ]; then echo "make test: FAILED"; fi; \
 	exit $$status
+
+# The C unit tests of cprof's allocator (tests/test_arena.c), built twice: as is, and with
+# AddressSanitizer + UBSan (LeakSanitizer checks that closing a heap frees all its metadata).
+# They link liblua5.4 for whole states (cprof_newstate).
+ALLOC_SRCS := src/arena.c src/slab.c src/lalloc.c src/alloc.c
+lua54_libs  = $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
+
+build/ctest/test_arena: tests/test_arena.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
+	  tests/test_arena.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm -lpthread
+
+build/ctest/test_arena-asan: tests/test_arena.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
+	@mkdir -p $(@D)
+	$(ASAN_CC) $(BASE_CFLAGS) $(SAN_FLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
+	  tests/test_arena.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm -lpthread
+
+ctest: build/ctest/test_arena build/ctest/test_arena-asan
+	@echo "==> C unit tests: build/ctest/test_arena"
+	@build/ctest/test_arena
+	@echo "==> C unit tests under ASan + UBSan: build/ctest/test_arena-asan"
+	@ASAN_OPTIONS='detect_leaks=1:abort_on_error=1' UBSAN_OPTIONS='halt_on_error=1:print_stacktrace=1' \
+	  build/ctest/test_arena-asan
 
 # luarocks make and make install into scratch trees under build/check-install/.
 check-install: build/lua5.4/cprof/core.so
@@ -279,7 +306,26 @@ bench: deps all build/$(LUA)/emptyhook.so
 	@status=0; for f in $(BENCH_SCRIPTS); do \
 	  echo "==> $(LUA_CMD) $$f"; \
 	  $(call inplace_env,$(LUA)) $(LUA_CMD) "$$f" || status=1; \
-	done; exit $$status
+	done; \
+	if [ '$(LUA)' = lua5.4 ]; then $(MAKE) --no-print-directory bench-alloc || status=1; \
+	else echo "==> bench-alloc runs with lua5.4 only (make bench-alloc)"; fi; \
+	exit $$status
+
+# cprof's allocator against Lua's default one (and mimalloc, when libmimalloc.so.2 is there:
+# it is optional, loaded at run time; `make bench` tries to install libmimalloc-dev and goes on
+# without it). BENCH_ALLOC_FLAGS: e.g. --reps=5 --only=binary_trees.
+BENCH_ALLOC_FLAGS ?=
+build/lua5.4/bench-alloc: bench/alloc.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
+	  bench/alloc.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm
+
+bench-alloc: build/lua5.4/bench-alloc
+	@dpkg -s libmimalloc-dev 2>/dev/null | grep -q '^Status: install ok installed' || \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q libmimalloc-dev >/dev/null 2>&1 || \
+	  echo "bench-alloc: libmimalloc-dev could not be installed; no mimalloc column"
+	@echo "==> build/lua5.4/bench-alloc $(BENCH_ALLOC_FLAGS) bench/alloc.lua"
+	@build/lua5.4/bench-alloc $(BENCH_ALLOC_FLAGS) bench/alloc.lua
 
 env:
 	@echo "export LUA_PATH='$(INPLACE_LUA_PATH)'"

@@ -35,6 +35,7 @@ void luatimer_init(LuaTimer *t, Profiler *P, lua_State *L, int idx, double unit)
   t->last = 0;
   t->errors = 0;
   P->timer = (cprof_timer){"lua function", unit > 0 ? unit : 1e-9, read_lua, t};
+  P->measure_every = 1;  /* its readings are the profile: never estimated */
 }
 
 void luatimer_free(LuaTimer *t, lua_State *L) {

@@ -175,7 +175,9 @@ static int l_bias(lua_State *L) {
 static int l_now(lua_State *L) {
   Profiler *P = check(L);
   P->L = L;
+  P->reading = 1;
   lua_pushnumber(L, (lua_Number)P->timer.read(P->timer.ud) * P->timer.unit);
+  P->reading = 0;
   return 1;
 }
 
@@ -308,5 +310,6 @@ int luaopen_cprof_core(lua_State *L) {
   lua_setfield(L, -2, "methods");
   lua_remove(L, -2);
   dump_register(L);
+  memory_register(L);
   return 1;
 }

@@ -25,6 +25,9 @@ typedef struct Stat {
 
 enum { KIND_LUA, KIND_MAIN, KIND_C };
 
+/* Kinds of hook work, which take different times (hook.c: stop_clock). */
+enum { HOOK_CALL_LUA, HOOK_CALL_C, HOOK_RETURN, HOOK_LINE };
+
 typedef struct Entry {
   const void *cfunc; /* C: the function; Lua: NULL */
   int line;          /* Lua: line defined; C: -1 */
@@ -132,7 +135,11 @@ struct Profiler {
   uint64_t next_stack_id;
   Stack *cur;              /* the stack of the last event */
   lua_State *L;            /* the thread the hook (or enable/disable) is running in */
-  cprof_ticks hook_ticks;  /* timer ticks spent inside the hook: kept off every frame */
+  double hook_ticks;       /* timer ticks spent inside the hook: kept off every frame */
+  double hook_estimate[4]; /* average ticks of a hook run, per HOOK_* kind */
+  uint32_t measure_every;  /* measure one event in this many; 1: every event (exact timers) */
+  uint32_t events;
+  int reading;             /* the timer is being read outside the hook: its calls are not events */
   double bias;             /* seconds per event that no reading sees: subtracted by reports */
   lua_State *owner;        /* main thread of the state the profiler is enabled on */
   double start_time;       /* Unix time of the first enable() */

@@ -9,6 +9,13 @@
 --- CPROF_CALIBRATE: 1 measures the bias per event before the script starts (Profile:calibrate).
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 
+-- CPROF_MEMORY=1: cprof's allocator (cprof.memory, docs/MEMORY.md) for the whole program,
+-- installed first, before anything else here or in the script allocates.
+if os.getenv("CPROF_MEMORY") == "1" then
+  local ok, err = pcall(require("cprof.memory").install)
+  if not ok then io.stderr:write("cprof: CPROF_MEMORY=1: ", tostring(err), "\n") end
+end
+
 local cprof = require "cprof"
 local core = require "cprof.core"
 local report = require "cprof.report"

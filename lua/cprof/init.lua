@@ -13,6 +13,9 @@ local report = require "cprof.report"
 
 local cprof = { _VERSION = "cprof scm" }
 
+--- cprof.memory: cprof's allocator, its statistics and memory reports (docs/MEMORY.md).
+cprof.memory = require "cprof.memory"
+
 local methods = core.methods
 
 local bias_mod = require "cprof.bias"
