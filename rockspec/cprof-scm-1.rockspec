@@ -54,6 +54,7 @@ build = {
             "src/hook.c",
             "src/idxmap.c",
             "src/luatimer.c",
+            "src/memattr.c",
             "src/lalloc.c",
             "src/memory_lua.c",
             "src/module.c",

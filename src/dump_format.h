@@ -69,10 +69,14 @@ enum {
 /* Records of each kind are at most this many (a Lua array is indexed by int). */
 #define DUMP_MAX_RECORDS 0x7fffffffu
 
+/* DumpField.required: a field of an extension (memory) that a file without it lacks: the reader
+   creates no column for it, so such a profile reads back exactly as it was written. */
+#define DUMP_EXTENSION 2
+
 typedef struct DumpField {
   const char *name;  /* also the column's name in the Lua data table */
   uint8_t enc;
-  uint8_t required;  /* 0: a file may lack it and the reader supplies `def` */
+  uint8_t required;  /* 0: a file may lack it and the reader supplies `def`; DUMP_EXTENSION */
   int64_t def;       /* the default (times: 0.0) */
 } DumpField;
 
@@ -100,13 +104,20 @@ static const DumpField DUMP_NODE_FIELDS[] = {
   {"parent", DUMP_ENC_PARENT, 1, 0}, {"frame", DUMP_ENC_FRAME, 1, 0},
   {"ncalls", DUMP_ENC_UINT, 0, 0},   {"pcalls", DUMP_ENC_UINT, 0, 0},
   {"tottime", DUMP_ENC_F64, 0, 0},   {"cumtime", DUMP_ENC_F64, 0, 0},
+  /* Memory charged to the node (cprof's allocator; absent from profiles without it). */
+  {"alloc_count", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
+  {"alloc_bytes", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
+  {"free_count", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
+  {"free_bytes", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
+  {"min_size", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
+  {"max_size", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
 };
 
 /* In file order: frames first (edges and nodes refer to them). */
 static const DumpRecordKind DUMP_KINDS[DUMP_NREC] = {
   {"frames", DUMP_REC_FRAME, DUMP_SEC_FRAMES, 9, DUMP_FRAME_FIELDS},
   {"edges", DUMP_REC_EDGE, DUMP_SEC_EDGES, 6, DUMP_EDGE_FIELDS},
-  {"nodes", DUMP_REC_NODE, DUMP_SEC_NODES, 6, DUMP_NODE_FIELDS},
+  {"nodes", DUMP_REC_NODE, DUMP_SEC_NODES, 12, DUMP_NODE_FIELDS},
 };
 
 static inline int dump_wire_of(int enc) {

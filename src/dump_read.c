@@ -252,7 +252,7 @@ static void read_schema(Reader *R) {
     const DumpRecordKind *K = &DUMP_KINDS[k];
     if (!R->schema[k].described) rerr(R, "schema section: %s are not described", K->group);
     for (int i = 0; i < K->nfields; i++)
-      if (K->fields[i].required && !R->schema[k].have[i])
+      if (K->fields[i].required == 1 && !R->schema[k].have[i])
         rerr(R, "schema section: %s lack the required field '%s'", K->group, K->fields[i].name);
   }
 }
@@ -345,10 +345,10 @@ static void read_records(Reader *R, int k) {
   }
   at_end(R, &c);
 
-  /* Defaults for the fields this file does not have. */
+  /* Defaults for the fields this file does not have (an extension's stay absent). */
   for (int i = 0; i < K->nfields; i++) {
     const DumpField *F = &K->fields[i];
-    if (S->have[i]) continue;
+    if (S->have[i] || F->required == DUMP_EXTENSION) continue;
     for (uint32_t r = 0; r < n; r++) {
       if (F->enc == DUMP_ENC_F64) lua_pushnumber(L, 0.0);
       else if (F->enc == DUMP_ENC_STRING) lua_pushliteral(L, "");
@@ -356,7 +356,10 @@ static void read_records(Reader *R, int k) {
       lua_rawseti(L, col[i], (int)r + 1);
     }
   }
-  for (int i = K->nfields - 1; i >= 0; i--) lua_setfield(L, group, K->fields[i].name);
+  for (int i = K->nfields - 1; i >= 0; i--) {
+    if (!S->have[i] && K->fields[i].required == DUMP_EXTENSION) lua_pop(L, 1);
+    else lua_setfield(L, group, K->fields[i].name);
+  }
 }
 
 static void read_meta(Reader *R) {

@@ -233,7 +233,7 @@ static void collect_groups(Writer *W) {
     if (t == LUA_TNIL) { /* no records; the schema still lists every field */
       lua_pop(L, 1);
       W->n[k] = 0;
-      for (int f = 0; f < K->nfields; f++) W->present[k][f] = 1;
+      for (int f = 0; f < K->nfields; f++) W->present[k][f] = K->fields[f].required != DUMP_EXTENSION;
       continue;
     }
     char b[64];
@@ -252,9 +252,9 @@ static void collect_groups(Writer *W) {
       if (t == LUA_TTABLE) {
         W->col[k][f] = lua_gettop(L);
         W->present[k][f] = 1;
-      } else if (t == LUA_TNIL && (!F->required || n == 0)) {
+      } else if (t == LUA_TNIL && (F->required != 1 || n == 0)) {
         lua_pop(L, 1);
-        W->present[k][f] = F->required;  /* an empty group still declares what it requires */
+        W->present[k][f] = F->required == 1;  /* an empty group still declares what it requires */
       } else if (t == LUA_TNIL) {
         werr(W, "%s.%s is missing", K->group, F->name);
       } else {

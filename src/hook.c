@@ -13,6 +13,7 @@
 #endif
 #include "funcs.h"
 #include "hook.h"
+#include "memattr.h"
 
 #define OUR_MASK (LUA_MASKCALL | LUA_MASKRET)
 
@@ -246,7 +247,9 @@ static void hook(lua_State *L, lua_Debug *ar) {
       stray(L, ar);
       return;
     }
+    P->in_hook = 1;
     st = thread_stack(P, L, ar);
+    P->in_hook = 0;
     if (!st) return;
   }
   if (P->reading) return;
@@ -265,10 +268,12 @@ static void hook(lua_State *L, lua_Debug *ar) {
     /* Anything new (a function, a path, a line, a thread) took the slow path: measured. */
     uint32_t before = P->nlinks + P->nlinerecs + P->nstacks;
     int slow = 0, kind = HOOK_LINE;
+    P->in_hook = 1;
     if (st != P->cur) {
       Stack *from = P->cur;
       if (eng_switch(P, from, st, now)) drop_stack(P, from);
       P->cur = st;
+      memattr_thread(P, L);
       slow = 1;
     }
     if (event == LUA_HOOKCALL) {
@@ -280,6 +285,7 @@ static void hook(lua_State *L, lua_Debug *ar) {
       P->oom = 1;
     }
     stop_clock(P, in, kind, slow || before != P->nlinks + P->nlinerecs + P->nstacks);
+    P->in_hook = 0;
   }
   if (theirs && event != LUA_HOOKRET) st->prev_hook(L, ar);
 }
@@ -355,6 +361,7 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &PROFILER_KEY);
   last_L = L;
   last_st = st;
+  memattr_start(P, L);
   return NULL;
 }
 
@@ -366,6 +373,7 @@ static void unregister(lua_State *L) {
 
 void hook_disable(Profiler *P, lua_State *L) {
   if (!P->enabled) return;
+  memattr_stop(P);
   Stack *cur = prof_find_stack(P, L);
   P->L = L;
   eng_flush(P, cur ? cur : P->cur, eng_now_outside(P));
@@ -394,6 +402,7 @@ void hook_disable(Profiler *P, lua_State *L) {
 
 void hook_forget(Profiler *P, lua_State *L) {
   if (!P->enabled) return;
+  memattr_stop(P);
   P->enabled = 0;
   if (enabled_profiler(L) == P) unregister(L);
 }

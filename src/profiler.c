@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "alloc.h"
+#include "memattr.h"
 #include "profiler.h"
 
 /* Doubles an array's capacity; 0 or -1 when out of memory. */
@@ -49,6 +50,7 @@ static void free_stack(Stack *st) {
 }
 
 void prof_free(Profiler *P) {
+  memattr_free(P);
   free_entries(P);
   free(P->entries);
   free(P->keys);

@@ -77,6 +77,19 @@ typedef struct LineRec {
   cprof_ticks time;        /* from each of its line events to the function's next one */
 } LineRec;
 
+/* Memory charged to one call-tree node (MemProf's record fields). */
+typedef struct MemStat {
+  uint64_t allocs, frees;
+  uint64_t bytes, freed;   /* live at the end: bytes - freed */
+  uint64_t min, max;       /* smallest and largest allocation */
+} MemStat;
+
+/* A live block allocated while profiling, and the node it is charged to. */
+typedef struct Block {
+  const void *ptr;
+  uint32_t node;
+} Block;
+
 typedef struct Frame {
   const void *ci;          /* identity of the Lua activation (lua_Debug.i_ci) */
   uint32_t entry, edge;    /* edge is IDX_NONE for a root */
@@ -139,7 +152,16 @@ struct Profiler {
   double hook_estimate[4]; /* average ticks of a hook run, per HOOK_* kind */
   uint32_t measure_every;  /* measure one event in this many; 1: every event (exact timers) */
   uint32_t events;
-  int reading;             /* the timer is being read outside the hook: its calls are not events */
+  int reading;
+  int in_hook;             /* cprof's hook is running: its allocations are not the program's */
+  struct lalloc *heap;     /* the allocator observed, while attributing memory */
+  int memory;              /* memory was attributed: reports show it */
+  MemStat *mem;            /* per node, while memory is attributed */
+  uint32_t cmem;
+  Block *blocks;
+  uint32_t nblocks, cblocks;
+  IdxMap bmap;
+  uint64_t mem_lost;       /* allocations not charged: out of memory */             /* the timer is being read outside the hook: its calls are not events */
   double bias;             /* seconds per event that no reading sees: subtracted by reports */
   lua_State *owner;        /* main thread of the state the profiler is enabled on */
   double start_time;       /* Unix time of the first enable() */

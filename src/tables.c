@@ -18,6 +18,44 @@ static void set_stat(lua_State *L, const Stat *s, double unit) {
   lua_setfield(L, -2, "cumtime");
 }
 
+static void set_int(lua_State *L, const char *k, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+/* Memory per function: its nodes' numbers summed. Sets alloc_count, alloc_bytes, free_count,
+   free_bytes, live_bytes, min_size and max_size on the entries at row[] of the table on top. */
+static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *row) {
+  MemStat *sum = cprof_calloc((size_t)P->nentries + 1, sizeof *sum);
+  if (!sum) return -1;
+  for (uint32_t k = 0; k < P->nnodes && k < P->cmem; k++) {
+    const MemStat *m = &P->mem[k];
+    MemStat *s = &sum[P->nodes[k].entry];
+    if (m->allocs == 0) continue;
+    if (s->allocs == 0 || m->min < s->min) s->min = m->min;
+    if (m->max > s->max) s->max = m->max;
+    s->allocs += m->allocs;
+    s->frees += m->frees;
+    s->bytes += m->bytes;
+    s->freed += m->freed;
+  }
+  for (uint32_t i = 0; i < P->nentries; i++) {
+    if (!row[i]) continue;
+    const MemStat *s = &sum[i];
+    lua_rawgeti(L, -1, (int)row[i]);
+    set_int(L, "alloc_count", s->allocs);
+    set_int(L, "alloc_bytes", s->bytes);
+    set_int(L, "free_count", s->frees);
+    set_int(L, "free_bytes", s->freed);
+    set_int(L, "live_bytes", s->bytes - s->freed);
+    set_int(L, "min_size", s->min);
+    set_int(L, "max_size", s->max);
+    lua_pop(L, 1);
+  }
+  free(sum);
+  return 0;
+}
+
 int tables_push_stats(lua_State *L, const Profiler *P) {
   double unit = P->timer.unit;
   uint32_t *row = cprof_malloc(((size_t)P->nentries + 1) * sizeof *row);
@@ -47,6 +85,10 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
   lua_setfield(L, -2, "tree_folded");
   lua_pushinteger(L, (lua_Integer)P->tree_cap);
   lua_setfield(L, -2, "tree_cap");
+  if (P->memory) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "memory");
+  }
   lua_setfield(L, -2, "meta");
   lua_createtable(L, (int)P->nentries, 0);
   uint32_t n = 0;
@@ -79,6 +121,7 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
     lua_rawseti(L, -2, (int)row[g->caller]);
     lua_pop(L, 2);
   }
+  if (P->memory) push_entry_memory(L, P, row);
   for (uint32_t i = 0; i < P->nlinerecs; i++) {
     const LineRec *r = &P->linerecs[i];
     if (!row[r->entry]) continue;
@@ -184,7 +227,30 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   lua_setfield(L, -2, "tree_folded");
   lua_pushinteger(L, (lua_Integer)P->dropped);
   lua_setfield(L, -2, "dropped");
+  if (P->memory) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "memory");
+    lua_pushinteger(L, (lua_Integer)P->mem_lost);
+    lua_setfield(L, -2, "memory_lost");
+  }
   lua_setfield(L, -2, "meta");
+}
+
+static void push_node_memory(lua_State *L, const Profiler *P) {
+  static const char *const cols[] = {"alloc_count", "alloc_bytes", "free_count", "free_bytes",
+                                     "min_size", "max_size"};
+  for (int c = 0; c < 6; c++) {
+    lua_createtable(L, (int)P->nnodes, 0);
+    for (uint32_t k = 0; k < P->nnodes; k++) {
+      MemStat m = {0, 0, 0, 0, 0, 0};
+      if (k < P->cmem) m = P->mem[k];
+      uint64_t v = c == 0 ? m.allocs : c == 1 ? m.bytes : c == 2 ? m.frees
+                 : c == 3 ? m.freed : c == 4 ? m.min : m.max;
+      lua_pushinteger(L, (lua_Integer)v);
+      lua_rawseti(L, -2, (int)k + 1);
+    }
+    lua_setfield(L, -2, cols[c]);
+  }
 }
 
 void tables_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
@@ -211,6 +277,7 @@ void tables_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_n
   push_column(L, "frame", P->nodes, sizeof *P->nodes, offsetof(Node, entry), P->nnodes,
               COL_U32, unit);
   push_stat_columns(L, P->nodes, sizeof *P->nodes, offsetof(Node, s), P->nnodes, unit);
+  if (P->memory) push_node_memory(L, P);
   lua_setfield(L, -2, "nodes");
 
   lua_createtable(L, 0, 5);

@@ -1,0 +1,94 @@
+-- Memory charged to functions and call contexts, with cprof's allocator installed. Each case runs
+-- in a child process: installing the allocator is for the rest of a state's life.
+local lua = "lua5.4"
+
+local function run(script)
+  local path = os.tmpname()
+  local f = assert(io.open(path, "w"))
+  f:write(script)
+  f:close()
+  local p = assert(io.popen(lua .. " " .. path .. " 2>&1"))
+  local out = p:read("*a")
+  p:close()
+  os.remove(path)
+  return out
+end
+
+local PRELUDE = [[
+local cprof = require "cprof"
+cprof.memory.install()
+local function row(st, name)
+  for _, e in ipairs(st.entries) do if e.name == name then return e end end
+end
+]]
+
+describe("memory attribution", function()
+  if rawget(_G, "jit") then
+    it("needs Lua 5.4's allocator hooks", function() pending("cprof.memory is not available on LuaJIT") end)
+    return
+  end
+
+  it("charges each allocation to the running function, and its free to the allocator", function()
+    local out = run(PRELUDE .. [[
+local keep = {}
+local function make(n) for i = 1, n do keep[i] = setmetatable({}, nil) end end
+local function churn(n) for i = 1, n do local t = {} end end
+local function root() make(100) churn(1000) collectgarbage() collectgarbage() end
+for i = 1, 100 do keep[i] = false end  -- the array part exists before profiling
+local p = cprof.Profile()
+p:runcall(root)
+local st = p:getstats()
+local m, c = row(st, "make"), row(st, "churn")
+print("make", m.alloc_count, m.alloc_bytes, m.free_count, m.live_bytes, m.min_size, m.max_size)
+print("churn", c.alloc_count, c.alloc_bytes, c.free_count, c.live_bytes)
+print("meta", tostring(p:snapshot().meta.memory))
+]])
+    local mc, mb, mf, ml, mn, mx = out:match("make\t(%d+)\t(%d+)\t(%d+)\t(%d+)\t(%d+)\t(%d+)")
+    assert.truthy(mc, out)
+    -- 100 empty tables of one size, kept alive
+    assert.are.equal("100", mc)
+    assert.are.equal("0", mf)
+    assert.are.equal(mb, ml)
+    assert.are.equal(mn, mx)
+    assert.are.equal(tonumber(mn) * 100, tonumber(mb))
+    -- 1000 tables made and collected: all freed, none live, charged to churn
+    local cc, cb, cf, cl = out:match("churn\t(%d+)\t(%d+)\t(%d+)\t(%d+)")
+    assert.are.same({ "1000", "1000", "0" }, { cc, cf, cl })
+    assert.are.equal(tonumber(mn) * 1000, tonumber(cb))
+    assert.matches("meta\ttrue", out)
+  end)
+
+  it("keeps node numbers through a dump", function()
+    local out = run(PRELUDE .. [[
+local keep = {}
+local function a() for i = 1, 10 do keep[#keep + 1] = {} end end
+local function b() a() end
+local p = cprof.Profile()
+p:runcall(function() a() b() end)
+local d = p:snapshot()
+local path = os.tmpname()
+require("cprof.core").write_dump(path, d)
+local r = require("cprof.core").read_dump(path)
+os.remove(path)
+local s1, s2, n = 0, 0, 0
+for i = 1, d.nodes.n do s1 = s1 + d.nodes.alloc_bytes[i] end
+for i = 1, r.nodes.n do s2 = s2 + r.nodes.alloc_bytes[i]; if r.nodes.alloc_count[i] > 0 then n = n + 1 end end
+print("bytes", s1, s2, "nodes", n)
+]])
+    local s1, s2, n = out:match("bytes\t(%d+)\t(%d+)\tnodes\t(%d+)")
+    assert.truthy(s1, out)
+    assert.are.equal(s1, s2)
+    assert.is_true(tonumber(s1) > 0)
+    assert.are.equal("2", n, "a under the root and a under b")
+  end)
+
+  it("charges nothing when the allocator is not installed", function()
+    local out = run([[
+local cprof = require "cprof"
+local p = cprof.Profile()
+p:runcall(function() local t = {} end)
+print(p:getstats().entries[1].alloc_count, p:snapshot().nodes.alloc_count, p:snapshot().meta.memory)
+]])
+    assert.matches("^nil\tnil\tnil", out)
+  end)
+end)
