@@ -263,12 +263,15 @@ local function rows_of_stats(st)
     local r = st.stats[key]
     keys[key] = i
     local what = st.what and st.what[key]
+    local name = key[3]
+    local bracketed = type(name) == "string" and name:sub(1, 1) == "<" and name:sub(-1) == ">"
     if what == nil then
-      if key[1] == "~" and key[2] == 0 then what = "C"
+      -- A C function's key is ("~", 0, "<name>"); a "~" key without the brackets (from a
+      -- pstats file) stays a plain frame, so that it reads back as the same key.
+      if key[1] == "~" and key[2] == 0 and bracketed then what = "C"
       elseif key[2] == 0 and key[3] == "<main chunk>" then what = "main"
       else what = "Lua" end
     end
-    local name = key[3]
     if what == "C" then name = strip_brackets(name) end
     rows[i] = { file = key[1], line = key[2], name = name, what = what,
                 lastline = st.lastline and st.lastline[key],
@@ -280,7 +283,12 @@ local function rows_of_stats(st)
       local ci = keys[ck]
       if ci then
         cl[#cl + 1] = ci
-        rows[i].callers[ci] = { ncalls = e[1], pcalls = e[2], tottime = e[3], cumtime = e[4] }
+        if type(e) == "table" then
+          rows[i].callers[ci] = { ncalls = e[1], pcalls = e[2], tottime = e[3], cumtime = e[4] }
+        else
+          -- profile.py's call count (a pstats file): a dump edge has no way to say "no times"
+          rows[i].callers[ci] = { ncalls = e, pcalls = e, tottime = 0, cumtime = 0 }
+        end
       end
     end
   end
@@ -288,7 +296,9 @@ local function rows_of_stats(st)
 end
 
 --- Data from a Stats object (cprof.stats) or a getstats() table.  There is no call tree in
---- either, so the data has zero nodes.
+--- either, so the data has zero nodes.  Callers that are not functions of the Stats are left
+--- out (a dump's edges join two frames); profile.py's call-count edges (pstats files) become
+--- edges with that many calls, all primitive, and zero times.
 function M.from_stats(s)
   if type(s) ~= "table" then fail("from_stats needs a Stats or a getstats() table") end
   local rows, meta

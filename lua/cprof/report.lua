@@ -33,6 +33,19 @@ end
 
 local VIEWS = { stats = "print_stats", callers = "print_callers", callees = "print_callees" }
 
+--- report.prepare(st, opts): what report.show does before printing: opts.stream, opts.strip_dirs,
+--- opts.sort (default cumulative; false for insertion order) and opts.reverse.  Returns st.
+function report.prepare(st, opts)
+  opts = opts or {}
+  if opts.stream then st.stream = opts.stream end
+  if opts.strip_dirs then st:strip_dirs() end
+  local sort = opts.sort
+  if sort == nil then sort = "cumulative" end
+  if sort == false then st:sort_stats() else apply(st, "sort_stats", sort) end
+  if opts.reverse then st:reverse_order() end
+  return st
+end
+
 --- report.show(st, opts): prints an existing Stats object.  Besides sort, limit and stream
 --- (stream replaces st.stream when given), it takes:
 ---   opts.strip_dirs: strip the directories from file names first (st:strip_dirs()).
@@ -41,12 +54,7 @@ local VIEWS = { stats = "print_stats", callers = "print_callers", callees = "pri
 ---                    the same restrictions; default { "stats" }.
 function report.show(st, opts)
   opts = opts or {}
-  if opts.stream then st.stream = opts.stream end
-  if opts.strip_dirs then st:strip_dirs() end
-  local sort = opts.sort
-  if sort == nil then sort = "cumulative" end
-  if sort == false then st:sort_stats() else apply(st, "sort_stats", sort) end
-  if opts.reverse then st:reverse_order() end
+  report.prepare(st, opts)
   for _, view in ipairs(opts.views or { "stats" }) do
     local method = VIEWS[view]
     if not method then

@@ -16,9 +16,11 @@
 -- table as input it is the order of the `entries` array.
 --
 -- Sources: getstats() tables, data tables (Profile:snapshot(), cprof.load; converted by
--- cprof.data.to_stats), dump file names (read with cprof.core.read_dump), objects with
+-- cprof.data.to_stats), file names (cprof dumps, read with cprof.core.read_dump, or Python
+-- pstats files, read with cprof.marshal; the first bytes tell which), objects with
 -- getstats(), and other Stats.  Several sources are added as pstats' add does.  Reports:
 -- print_stats, print_callers, print_callees; strip_dirs and dump_stats as in pstats.
+-- An edge from a profile.py pstats file is a call count instead of a { nc, cc, tt, ct } table.
 --
 -- Works on Lua 5.4 and LuaJIT/Lua 5.1.
 
@@ -228,7 +230,11 @@ end
 
 --- The "what" of a key: "C", "main" or "Lua" (guessed when not recorded).
 local function key_what(key)
-  if key[1] == "~" and key[2] == 0 then return "C" end
+  local name = key[3]
+  if key[1] == "~" and key[2] == 0 and type(name) == "string" and ssub(name, 1, 1) == "<"
+      and ssub(name, -1) == ">" then
+    return "C"
+  end
   if key[2] == 0 and key[3] == "<main chunk>" then return "main" end
   return "Lua"
 end
@@ -386,9 +392,20 @@ M.stable_sort = stable_sort
 -- Construction
 ---------------------------------------------------------------------------
 
+-- Edges are tuples { nc, cc, tt, ct } (cProfile), summed elementwise, or call counts
+-- (profile.py's "old-style" callers, from a pstats file), summed.  A count added to a tuple
+-- adds to its nc and cc (pstats cannot add the two kinds at all).
 local function add_edge(a, b)
-  -- edge tuples { nc, cc, tt, ct }, summed elementwise
-  return { a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4] }
+  local ta, tb = type(a) == "table", type(b) == "table"
+  if ta and tb then return { a[1] + b[1], a[2] + b[2], a[3] + b[3], a[4] + b[4] } end
+  if not ta and not tb then return a + b end
+  if ta then return { a[1] + b, a[2] + b, a[3], a[4] } end
+  return { a + b[1], a + b[2], b[3], b[4] }
+end
+
+local function copy_edge(e)
+  if type(e) == "table" then return { e[1], e[2], e[3], e[4] } end
+  return e
 end
 
 local function check_number(v, what, where)
@@ -505,9 +522,7 @@ function Stats:_load_stats(other)
   for _, key in ipairs(other.order) do
     local r = other.stats[key]
     local callers = {}
-    for k, e in pairs(r[5]) do
-      callers[k] = type(e) == "table" and { e[1], e[2], e[3], e[4] } or e
-    end
+    for k, e in pairs(r[5]) do callers[k] = copy_edge(e) end
     self:_put(key, { r[1], r[2], r[3], r[4], callers }, other.what[key], other.lastline[key])
   end
   for _, f in ipairs(other.files) do self.files[#self.files + 1] = f end
@@ -538,16 +553,48 @@ function M.file_line(path)
   return path
 end
 
--- A dump file (read with cprof.core.read_dump, which raises "cprof: <path>: <reason>").
+-- The records of a pstats file (cprof.marshal.to_records), in the file's order.
+function Stats:_load_marshal(records)
+  for _, rec in ipairs(records) do
+    local callers = {}
+    for _, c in ipairs(rec.callers) do
+      local ck = M.func_key(c[1], c[2], c[3])
+      callers[ck] = copy_edge(c[4])
+    end
+    self:_put(M.func_key(rec[1], rec[2], rec[3]), { rec[4], rec[5], rec[6], rec[7], callers })
+  end
+end
+
+--- The kind of the file at `path` from its first bytes: "cprof" (a cprof dump, magic
+--- "\x89CPROF\r\n"), "pstats" (a Python marshal dict: '{', with or without the FLAG_REF
+--- bit), or nil when it is neither or cannot be read.
+function M.file_kind(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local ok, head = pcall(f.read, f, 8)
+  f:close()
+  if not ok or type(head) ~= "string" then return nil end
+  if head == "\137CPROF\r\n" then return "cprof" end
+  if require("cprof.marshal").is_marshal(head) then return "pstats" end
+  return nil
+end
+
+-- A file: a Python pstats file (cprof.marshal), or a cprof dump (read with
+-- cprof.core.read_dump, which also explains what is wrong with anything else).  Errors are
+-- "cprof: <path>: <reason>".
 function Stats:_load_file(path)
-  local ok, d = pcall(require("cprof.core").read_dump, path)
-  if not ok then error(d, 0) end
-  self:_load_getstats(data_mod.to_stats(d))
+  if M.file_kind(path) == "pstats" then
+    self:_load_marshal(require("cprof.marshal").load_stats(path))
+  else
+    local ok, d = pcall(require("cprof.core").read_dump, path)
+    if not ok then error(d, 0) end
+    self:_load_getstats(data_mod.to_stats(d))
+  end
   self.files[#self.files + 1] = M.file_line(path)
 end
 
 --- Load data: a getstats() table, a data table (Profile:snapshot(), cprof.load), the name of
---- a dump file, an object with a getstats() method, or a Stats.
+--- a dump or pstats file, an object with a getstats() method, or a Stats.
 function Stats:load_stats(data)
   if data == nil then return self end
   if getmetatable(data) == Stats then
@@ -611,7 +658,7 @@ local function is_opts(t)
 end
 
 --- Stats.new(source, ... [, opts]): each source is a getstats() table, a data table
---- (Profile:snapshot(), cprof.load), the name of a dump file, an object with a getstats()
+--- (Profile:snapshot(), cprof.load), the name of a dump or pstats file, an object with a getstats()
 --- method, a Stats, or nil (empty).  The first is loaded and the others are added, as
 --- pstats.Stats(*args) does.  opts.stream: an object with :write(s) (default io.stdout).
 function Stats.new(...)
@@ -1020,11 +1067,18 @@ end
 --- The heading of the callers/callees tables.
 function Stats:print_call_heading(name_size, column_title, out)
   out(M.ljust("Function ", name_size) .. column_title .. "\n")
-  -- pstats prints the sub-header when the first non-empty callers dict holds edge tuples,
-  -- which cprof's always are.
+  -- pstats prints the sub-header when the first non-empty callers dict holds edge tuples
+  -- (cProfile's), not call counts (profile.py's).  cprof's edges are always tuples; a dict
+  -- that mixes both (pstats files of both kinds added) counts as tuples.
   for _, key in ipairs(self.order) do
-    if next(self.stats[key][5]) ~= nil then
-      out(srep(" ", name_size) .. "    ncalls  tottime  cumtime\n")
+    local callers = self.stats[key][5]
+    if next(callers) ~= nil then
+      for _, e in pairs(callers) do
+        if type(e) == "table" then
+          out(srep(" ", name_size) .. "    ncalls  tottime  cumtime\n")
+          break
+        end
+      end
       break
     end
   end
@@ -1040,13 +1094,22 @@ function Stats:print_call_line(name_size, source, call_dict, arrow, out)
   local indent = ""
   for _, func in ipairs(sorted_keys(call_dict)) do
     local e = call_dict[func]
-    local nc, cc, tt, ct = e[1], e[2], e[3], e[4]
-    local sub = M.rjust(calls_text(nc, cc), 7 + 2 * #indent) .. " " .. f8(tt) .. " " .. f8(ct)
-      .. "  " .. func_std_string(func)
+    local sub, left
+    if type(e) == "table" then
+      local nc, cc, tt, ct = e[1], e[2], e[3], e[4]
+      sub = M.rjust(calls_text(nc, cc), 7 + 2 * #indent) .. " " .. f8(tt) .. " " .. f8(ct)
+        .. "  " .. func_std_string(func)
+      left = name_size + 1
+    else
+      -- profile.py's call count: pstats prints the other function's total cumtime
+      local r = self.stats[func]
+      sub = func_std_string(func) .. "(" .. py_repr(e) .. ") " .. (r and f8(r[4]) or "        ")
+      left = name_size + 3
+    end
     if indent == "" then
       out(head .. sub .. "\n")
     else
-      out(srep(" ", name_size + 1) .. sub .. "\n")
+      out(srep(" ", left) .. sub .. "\n")
     end
     indent = " "
   end
@@ -1104,8 +1167,7 @@ function Stats:strip_dirs()
     local r = old[key]
     local callers = {}
     for _, ck in ipairs(sorted_keys(r[5])) do
-      local e = r[5][ck]
-      local edge = { e[1], e[2], e[3], e[4] }
+      local edge = copy_edge(r[5][ck])
       local nk = strip(ck)
       if callers[nk] then callers[nk] = add_edge(callers[nk], edge) else callers[nk] = edge end
     end
@@ -1118,7 +1180,8 @@ function Stats:strip_dirs()
 end
 
 --- dump_stats(path): writes the functions and their callers as a cprof dump (no call tree;
---- see cprof.data.from_stats).  Raises "cprof: <path>: <reason>" when it cannot.
+--- see cprof.data.from_stats), whatever the sources were (pstats files included): the numbers
+--- read back identical.  Raises "cprof: <path>: <reason>" when it cannot.
 function Stats:dump_stats(path)
   local ok, err = pcall(require("cprof.core").write_dump, path, data_mod.from_stats(self))
   if not ok then error(err, 0) end
@@ -1129,28 +1192,99 @@ end
 -- Programmatic access
 ---------------------------------------------------------------------------
 
+-- The row of one key: the numbers of its record and its name split up.
+function Stats:_row(key)
+  local r = self.stats[key]
+  local cc, nc, tt, ct = r[1], r[2], r[3], r[4]
+  local what = self.what[key] or key_what(key)
+  local file, line, name = key[1], key[2], key[3]
+  if what == "C" and key[1] == "~" and ssub(name, 1, 1) == "<" and ssub(name, -1) == ">" then
+    name = ssub(name, 2, -2)
+  end
+  return {
+    key = key,
+    file = file, line = line, name = name, what = what,
+    ncalls = nc, pcalls = cc, tottime = tt, cumtime = ct,
+    percall_tot = nc ~= 0 and tt / nc or nil,
+    percall_cum = cc ~= 0 and ct / cc or nil,
+    stdname = func_std_string(key),
+  }
+end
+
 --- Rows in the current order (sorted, or insertion order).
 function Stats:entries()
   local list = (self.fcn_list and #self.fcn_list > 0) and self.fcn_list or self.order
   local rows = {}
-  for i, key in ipairs(list) do
-    local r = self.stats[key]
-    local cc, nc, tt, ct = r[1], r[2], r[3], r[4]
-    local what = self.what[key] or key_what(key)
-    local file, line, name = key[1], key[2], key[3]
-    if what == "C" and key[1] == "~" and ssub(name, 1, 1) == "<" and ssub(name, -1) == ">" then
-      name = ssub(name, 2, -2)
-    end
-    rows[i] = {
-      key = key,
-      file = file, line = line, name = name, what = what,
-      ncalls = nc, pcalls = cc, tottime = tt, cumtime = ct,
-      percall_tot = nc ~= 0 and tt / nc or nil,
-      percall_cum = cc ~= 0 and ct / cc or nil,
-      stdname = func_std_string(key),
-    }
-  end
+  for i, key in ipairs(list) do rows[i] = self:_row(key) end
   return rows
+end
+
+--- select(...restrictions): the keys that print_stats(...) would print, in order, and what
+--- each restriction did: a list of { restriction = r, from = n, to = m [, invalid = true] }
+--- (`invalid` for a malformed pattern, which leaves the list as it was).
+function Stats:select(...)
+  local sel = { n = select("#", ...), ... }
+  local list
+  if self.fcn_list and #self.fcn_list > 0 then list = slice(self.fcn_list) else list = slice(self.order) end
+  local log = {}
+  for i = 1, sel.n do
+    local before = #list
+    local msg
+    list, msg = self:eval_print_amount(sel[i], list, "")
+    log[#log + 1] = { restriction = sel[i], from = before, to = #list,
+                      invalid = sfind(msg, "<Invalid regular expression", 1, true) ~= nil or nil }
+  end
+  return list, log
+end
+
+-- The edges of a call dict as rows, in pstats' order (file, line, name; C functions last).
+local function edge_rows(call_dict)
+  local out = {}
+  for _, k in ipairs(sorted_keys(call_dict)) do
+    local e = call_dict[k]
+    local row = { key = k, file = k[1], line = k[2], name = k[3], stdname = func_std_string(k) }
+    if k[1] == "~" and k[2] == 0 and type(k[3]) == "string" and ssub(k[3], 1, 1) == "<"
+        and ssub(k[3], -1) == ">" then
+      row.name = ssub(k[3], 2, -2)
+    end
+    if type(e) == "table" then
+      row.ncalls, row.pcalls, row.tottime, row.cumtime = e[1], e[2], e[3], e[4]
+    else
+      row.ncalls = e      -- profile.py's call count: no primitive count, no times
+    end
+    out[#out + 1] = row
+  end
+  return out
+end
+
+--- report_table(opts, ...restrictions): what print_stats(...) shows, as plain data:
+---   { files, total_calls, primitive_calls, total_time, order (the "Ordered by" text, or nil
+---     when unsorted), functions (how many before the restrictions), restrictions (see
+---     select), rows }
+--- Each row is an entries() row; with opts.callers / opts.callees it also has `callers` /
+--- `callees`: lists of { file, line, name, stdname, ncalls, pcalls, tottime, cumtime } in
+--- pstats' order (pcalls and the times are nil for profile.py's call-count edges).
+function Stats:report_table(opts, ...)
+  opts = opts or {}
+  local list, log = self:select(...)
+  if opts.callees then self:calc_callees() end
+  local rows = {}
+  for i, key in ipairs(list) do
+    local row = self:_row(key)
+    if opts.callers then row.callers = edge_rows(self.stats[key][5]) end
+    if opts.callees then row.callees = edge_rows(self.all_callees[key] or {}) end
+    rows[i] = row
+  end
+  local files = {}
+  for i, f in ipairs(self.files) do files[i] = f end
+  return {
+    files = files,
+    total_calls = self.total_calls, primitive_calls = self.prim_calls, total_time = self.total_tt,
+    order = (self.fcn_list and #self.fcn_list > 0) and self.sort_type or nil,
+    functions = #self.order,
+    restrictions = log,
+    rows = rows,
+  }
 end
 
 return M

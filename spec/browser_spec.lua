@@ -1,0 +1,415 @@
+-- The interactive browser (cprof-stats -i, cprof.browser) and its LPeg command-line grammar
+-- (cprof.cmdline): every command and message, and a session driven through a pipe compared
+-- with CPython's (golden_browser.txt).
+local has_lpeg = pcall(require, "lpeg")
+
+local W = require "spec.pstats_writer"
+
+local function script_dir()
+  local src = debug.getinfo(1, "S").source:gsub("^@", "")
+  return src:match("^(.*)[/\\][^/\\]*$") or "."
+end
+local function absolute(p)
+  if p:sub(1, 1) == "/" then return p end
+  return (os.getenv("PWD") or ".") .. "/" .. p
+end
+local SPEC_DIR = absolute(script_dir())
+local ROOT = SPEC_DIR .. "/.."
+local SCRIPT = ROOT .. "/bin/cprof-stats"
+
+local function read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local s = f:read("*a")
+  f:close()
+  return s
+end
+
+local function golden(name)
+  local s = read_file(SPEC_DIR .. "/../../shared/reference/pstats/golden/" .. name)
+    or read_file(SPEC_DIR .. "/golden/" .. name)
+  assert(s, "golden file not found: " .. name)
+  return s
+end
+
+local function q(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
+
+local function tmpname(suffix)
+  local n = os.tmpname()
+  os.remove(n)
+  return n .. (suffix or "")
+end
+
+local DATE = "%a%a%a %a%a%a [ %d]%d %d%d:%d%d:%d%d %d%d%d%d    "
+local function no_dates(text) return (text:gsub(DATE, "<date>    ")) end
+
+-- fibdemo_det.prof of golden_browser.txt, as a pstats file: the raw dict of golden_det.txt in
+-- the order CPython's dict had it (the "Random listing order" of the session shows it).
+local F = "/home/user/demo/fibdemo_det.py"
+local WORK, FIB, MAIN = { F, 15, "work" }, { F, 7, "fib" }, { F, 22, "main" }
+local HELPER = { F, 12, "helper" }
+local SORTED, LEN = { "~", 0, "<built-in method builtins.sorted>" }, { "~", 0, "<built-in method builtins.len>" }
+local DISABLE = { "~", 0, "<method 'disable' of '_lsprof.Profiler' objects>" }
+local FIBDEMO = {
+  { WORK, 1, 1, 0.007, 0.163, { { MAIN, { 1, 1, 0.007, 0.163 } } } },
+  { FIB, 3, 75, 0.147, 0.147, { { WORK, { 3, 3, 0.009000000000000001, 0.147 } },
+                                { FIB, { 72, 6, 0.138, 0.138 } } } },
+  { MAIN, 1, 1, 0.003, 0.167, {} },
+  { DISABLE, 1, 1, 0.001, 0.001, {} },
+  { HELPER, 3, 3, 0.006, 0.009000000000000001, { { WORK, { 3, 3, 0.006, 0.009000000000000001 } } } },
+  { LEN, 1, 1, 0.001, 0.001, { { MAIN, { 1, 1, 0.001, 0.001 } } } },
+  { SORTED, 3, 3, 0.003, 0.003, { { HELPER, { 3, 3, 0.003, 0.003 } } } },
+}
+
+---------------------------------------------------------------------------
+-- The grammar
+---------------------------------------------------------------------------
+
+describe("cprof.cmdline (LPeg grammar)", function()
+  if not has_lpeg then return pending("LPeg is not installed for this Lua") end
+  local cmdline = require "cprof.cmdline"
+
+  local function kinds(arg)
+    local list, err = cmdline.words(arg)
+    if not list then return nil, err end
+    local out = {}
+    for i, w in ipairs(list) do out[i] = w.kind .. ":" .. tostring(w.value) end
+    return table.concat(out, " ")
+  end
+
+  it("reads ints, floats, quoted and bare strings", function()
+    assert.are.equal("int:3 int:-1 int:7", kinds("3 -1 +7"))
+    assert.are.equal("float:0.5 float:0.5 float:5.0 float:0.1 float:1000.0",
+      (kinds("0.5 .5 5. 1e-1 1E3"):gsub("float:5 ", "float:5.0 "):gsub("float:1000$", "float:1000.0")))
+    assert.are.equal("float:inf float:-inf", kinds("inf -Infinity"))
+    assert.are.equal("string:fib string:fib|help string:it's string:3abc string:information",
+      kinds("fib fib|help it's 3abc information"))
+    assert.are.equal("string:a b string:3 string:x\"y string:it's", kinds([['a b' '3' "x\"y" 'it\'s']]))
+    assert.are.equal("string:AA\\d\t", kinds([['\x41\101\d\t']]))
+    assert.are.equal("", kinds("   "))
+    local nan = cmdline.words("nan")[1]
+    assert.are.equal("float", nan.kind)
+    assert.is_true(nan.value ~= nan.value)
+    local w = cmdline.words([['fib' fib]])
+    assert.is_true(w[1].quoted)
+    assert.is_nil(w[2].quoted)
+    assert.are.equal("'fib'", w[1].text)
+  end)
+
+  it("keeps Lua 5.4's integer and float apart, and clamps huge integers", function()
+    if not math.type then return pending("LuaJIT has one number type") end
+    local w = cmdline.words("3 3.0 99999999999999999999 -99999999999999999999")
+    assert.are.equal("integer", math.type(w[1].value))
+    assert.are.equal("float", math.type(w[2].value))
+    assert.are.equal(math.maxinteger, w[3].value)
+    assert.are.equal(math.mininteger, w[4].value)
+  end)
+
+  it("says where a malformed line goes wrong", function()
+    assert.are.same({ nil, "unterminated quoted string at column 5: 'fib" }, { cmdline.words("fib 'fib") })
+    assert.are.same({ nil, "unterminated quoted string at column 1: \"a\\\"" }, { cmdline.words([["a\"]]) })
+    assert.are.same({ nil, "a quoted string must be followed by a blank, at column 4: b" },
+      { cmdline.words("'a'b") })
+    -- columns count from the start of the line when told where the argument starts
+    assert.are.same({ nil, "unterminated quoted string at column 7: 'x" }, { cmdline.words("'x", 7) })
+  end)
+
+  it("splits a command line as Python's cmd does", function()
+    local function parsed(l)
+      local p = cmdline.parse(l)
+      return { p.command, p.arg, p.column }
+    end
+    assert.are.same({ "stats", "fib 1", 9 }, parsed("  stats   fib 1  "))
+    assert.are.same({ "help", "stats", 2 }, parsed("?stats"))
+    assert.are.same({ "stats", "-1", 6 }, parsed("stats-1"))
+    assert.are.same({ "stats3", "", 7 }, parsed("stats3"))
+    assert.are.same({ "", "!ls", 1 }, parsed("!ls"))
+    assert.is_nil(cmdline.parse("   ").command)
+  end)
+
+  it("reads file arguments: one quoted name, or the rest of the line", function()
+    assert.are.equal("x.prof", cmdline.file_arg("x.prof"))
+    assert.are.equal("my file.prof", cmdline.file_arg("my file.prof"))
+    assert.are.equal("a 'b'.prof", cmdline.file_arg([["a 'b'.prof"]]))
+    assert.are.equal("it's", cmdline.file_arg([['it\'s']]))
+    assert.are.equal("'a' b", cmdline.file_arg("'a' b"))
+    assert.are.equal("", cmdline.file_arg(""))
+  end)
+
+  it("gives restriction values for print_stats", function()
+    local r = cmdline.restrictions("fib 0.5 '10' 3")
+    assert.are.equal(4, r.n)
+    assert.are.same({ "fib", 0.5, "10", 3 }, { r[1], r[2], r[3], r[4] })
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- The browser, in this process
+---------------------------------------------------------------------------
+
+describe("cprof.browser commands", function()
+  if not has_lpeg then return pending("LPeg is not installed for this Lua") end
+  local browser = require "cprof.browser"
+
+  local path
+  setup(function() path = W.write(tmpname(".pstats"), W.pstats(FIBDEMO)) end)
+  teardown(function() os.remove(path) end)
+
+  -- Runs the lines through a browser; returns its output without dates.
+  local function session(lines, opts)
+    opts = opts or {}
+    local buf = {}
+    local i = 0
+    local b = browser.new {
+      prompt = opts.prompt or false,
+      input = { read = function() i = i + 1; return lines[i] end },
+      output = { write = function(_, ...) for _, s in ipairs({ ... }) do buf[#buf + 1] = s end end },
+    }
+    if opts.file then b:load(opts.file) end
+    b:cmdloop()
+    return no_dates(table.concat(buf)), b
+  end
+
+  it("without a statistics object, says so for every command that needs one", function()
+    local out = session({ "stats", "callers", "callees 3", "add x.prof", "sort calls", "reverse",
+                          "strip", "read", "quit" })
+    assert.are.equal(string.rep("No statistics object is loaded.\n", 7)
+      .. "No statistics object is current -- cannot reload.\n", out)
+  end)
+
+  it("stats, callers and callees take ints, fractions and patterns, as pstats' generic() does", function()
+    local out = session({ "stats 2 0.5", "stats 1.5 -0.5 fib", "callers 'work'", "callees main" },
+      { file = path })
+    assert.matches("List reduced from 7 to 2 due to restriction <2>\n"
+      .. "   List reduced from 2 to 1 due to restriction <0.5>\n", out)
+    assert.matches("Fraction argument must be in %[0, 1%]\nFraction argument must be in %[0, 1%]\n", out)
+    assert.matches("List reduced from 7 to 4 due to restriction <'fib'>", out)
+    assert.matches("fibdemo_det.py:15%(work%)%s+<%-%s+1    0.007    0.163  /home/user/demo/fibdemo_det.py:22%(main%)", out)
+    assert.matches("fibdemo_det.py:22%(main%)%s+%->%s+1    0.007    0.163  /home/user/demo/fibdemo_det.py:15%(work%)", out)
+  end)
+
+  it("a quoted number is a pattern, not a count", function()
+    local out = session({ "stats '22'" }, { file = path })
+    assert.matches("List reduced from 7 to 1 due to restriction <'22'>", out)
+  end)
+
+  it("prints the fraction message even when nothing is loaded, as pstats does", function()
+    assert.are.equal("Fraction argument must be in [0, 1]\nNo statistics object is loaded.\n",
+      session({ "stats 2.5" }))
+  end)
+
+  it("sort: valid keys sort (cprof's prefixes: cum), anything else lists the keys", function()
+    local out, b = session({ "sort cum name" }, { file = path })
+    assert.are.equal("", out)
+    assert.are.equal("cumulative time, function name", b.stats.sort_type)
+    local listing = "Valid sort keys (unique prefixes are accepted):\n"
+    for _, k in ipairs(require("cprof.stats").sort_keys()) do
+      listing = listing .. k.key .. " -- " .. k.description .. "\n"
+    end
+    for _, line in ipairs({ "sort", "sort c", "sort bogus", "sort calls bogus", "sort 2", "sort -1" }) do
+      local o, b2 = session({ line }, { file = path })
+      assert.are.equal(listing, o, line)
+      assert.is_false(b2.stats.fcn_list, line)
+    end
+    assert.are.equal(13, select(2, listing:gsub(" %-%- ", "")))
+  end)
+
+  it("reverse, strip, read (again), add", function()
+    local out, b = session({ "sort calls", "reverse", "strip", "sort name", "stats work" }, { file = path })
+    assert.matches("Ordered by: function name\n   List reduced from 7 to 1 due to restriction <'work'>\n", out)
+    assert.matches(" fibdemo_det.py:15%(work%)\n", out)        -- stripped
+    assert.are.equal(path .. "% ", b.prompt)
+    out = session({ "strip", "read", "stats work" }, { file = path })
+    assert.matches(" /home/user/demo/fibdemo_det.py:15%(work%)\n", out)
+    out = session({ "add " .. path, "stats 0" }, { file = path })
+    assert.matches("170 function calls %(26 primitive calls%)", out)
+    out = session({ "read '" .. path .. "'", "stats 0" })
+    assert.matches("85 function calls", out)
+  end)
+
+  it("reports files that cannot be read, and goes on", function()
+    local missing = tmpname(".prof")
+    local out, b = session({ "read " .. missing, "add " .. missing, "stats 0" }, { file = path })
+    assert.are.equal(missing .. ": cannot open: No such file or directory\n"
+      .. "Failed to load statistics for " .. missing .. ": cannot open: No such file or directory\n",
+      out:match("^(.-)<date>"))
+    assert.are.equal(path .. "% ", b.prompt)   -- the current file stays
+    local bad = W.write(tmpname(".pstats"), W.dict({ { W.func({ "a", 1, "f" }), W.i(0) } }))
+    out = session({ "read " .. bad, "add " .. bad })
+    assert.matches("^" .. bad:gsub("%p", "%%%0") .. ": byte 23: not a pstats profile: invalid timing data", out)
+    assert.matches("\nNo statistics object is loaded.\n$", out)
+    os.remove(bad)
+  end)
+
+  it("help: the list of commands, each command's text, and unknown topics", function()
+    local out = session({ "help" })
+    assert.are.equal("\nDocumented commands (type help <topic>):\n"
+      .. "========================================\n"
+      .. "EOF  add  callees  callers  help  quit  read  reverse  sort  stats  strip\n\n", out)
+    local texts = {
+      add = "Add profile info from given file to current statistics object.\n",
+      EOF = "Leave the profile browser.\n",
+      quit = "Leave the profile browser.\n",
+      help = "Show help for a given command.\n",
+      read = "Read in profile data from a specified file.\nWithout argument, reload the current file.\n",
+      reverse = "Reverse the sort order of the profiling report.\n",
+      sort = "Sort profile data according to specified keys.\n(Typing `sort' without arguments lists valid keys.)\n",
+      strip = "Strip leading path information from filenames in the report.\n",
+    }
+    for cmd, text in pairs(texts) do assert.are.equal(text, session({ "help " .. cmd }), cmd) end
+    local generic = "Arguments may be:\n* An integer maximum number of entries to print.\n"
+      .. "* A decimal fractional number between 0 and 1, controlling\n"
+      .. "  what fraction of selected entries to print.\n"
+      .. "* A regular expression; only entries with function names\n"
+      .. "  that match it are printed.\n"
+    assert.are.equal("Print statistics from the current stat object.\n" .. generic, session({ "help stats" }))
+    assert.are.equal("Print callers statistics from the current stat object.\n" .. generic, session({ "help callers" }))
+    assert.are.equal("Print callees statistics from the current stat object.\n" .. generic, session({ "?callees" }))
+    assert.are.equal("*** No help on bogus\n*** No help on stats 3\n", session({ "help bogus", "help stats 3" }))
+  end)
+
+  it("unknown commands and malformed lines get a message and the browser goes on", function()
+    local out = session({ "bogus 1", "!ls", "Stats", "stats 'fib", "sort \"c", "stats3", "help quit" })
+    assert.are.equal("*** Unknown syntax: bogus 1\n*** Unknown syntax: !ls\n*** Unknown syntax: Stats\n"
+      .. "*** Syntax error: unterminated quoted string at column 7: 'fib\n"
+      .. "No statistics object is loaded.\n"
+      .. "*** Unknown syntax: stats3\nLeave the profile browser.\n", out)
+    out = session({ "sort \"c" }, { file = path })
+    assert.are.equal("*** Syntax error: unterminated quoted string at column 6: \"c\n", out)
+  end)
+
+  it("an empty line repeats the last command (cmd.Cmd's emptyline)", function()
+    local out = session({ "", "help quit", "", "  " })
+    assert.are.equal(string.rep("Leave the profile browser.\n", 3), out)
+  end)
+
+  it("prompts when asked: '% ', then '<file>% '; EOF ends the prompt's line", function()
+    local out = session({ "help quit" }, { prompt = true })
+    assert.are.equal("% Leave the profile browser.\n% \n", out)
+    out = session({ "read " .. path, "quit" }, { prompt = true })
+    assert.are.equal("% " .. path .. "% ", out)
+    -- without prompts, the end of the input adds nothing
+    assert.are.equal("", session({}))
+    assert.are.equal("", session({ "EOF", "help quit" }))
+  end)
+
+  it("CPROF_PROMPT decides; otherwise whether stdin is a terminal", function()
+    assert.is_boolean(browser.stdin_is_tty())
+    assert.are.equal(browser.stdin_is_tty(), browser.stdin_is_tty())
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- cprof-stats -i through a pipe
+---------------------------------------------------------------------------
+
+local function lua54_env()
+  if rawget(_G, "jit") then
+    local so = ROOT .. "/build/lua5.4/cprof/core.so"
+    if not read_file(so) then return nil, "build/lua5.4/cprof/core.so is not built (run make first)" end
+    return ("env -u LUA_CPATH_5_4 LUA_CPATH=%s "):format(q(ROOT .. "/build/lua5.4/?.so;;"))
+  end
+  return ""
+end
+
+-- Runs `commands` through cprof-stats -i in directory `dir`; returns stdout, stderr, status.
+local function pipe(dir, commands, args, env)
+  local prefix = assert(lua54_env())
+  local input, out, err = tmpname(), tmpname(), tmpname()
+  local f = assert(io.open(input, "wb"))
+  f:write(commands)
+  f:close()
+  local cmd = ("cd %s && %s%s lua5.4 %s -i %s <%s >%s 2>%s; echo $?"):format(q(dir), prefix,
+    env or "env -u CPROF_PROMPT", q(SCRIPT), args, q(input), q(out), q(err))
+  local p = assert(io.popen(cmd))
+  local status = tonumber(p:read("*l"))
+  p:close()
+  local o, e = read_file(out), read_file(err)
+  os.remove(input); os.remove(out); os.remove(err)
+  return o, e, status
+end
+
+describe("cprof-stats -i", function()
+  if not has_lpeg then return pending("LPeg is not installed for this Lua") end
+  local ok_env, why = lua54_env()
+  if not ok_env then return pending(why) end
+  local lua54_lpeg = os.execute("lua5.4 -e 'require \"lpeg\"' 2>/dev/null")
+  if not (lua54_lpeg == true or lua54_lpeg == 0) then return pending("LPeg is not installed for lua5.4") end
+
+  local dir
+  setup(function()
+    dir = tmpname(".d")
+    assert(os.execute("mkdir " .. q(dir)))
+    W.write(dir .. "/fibdemo_det.prof", W.pstats(FIBDEMO))
+  end)
+  teardown(function()
+    os.remove(dir .. "/fibdemo_det.prof")
+    os.remove(dir)
+  end)
+
+  -- The commands of golden/README.txt.  CPython refuses "sort cum" and lists the keys; cprof
+  -- sorts by cumulative time, so "sort c" (refused by both) stands in for it here.
+  local GOLDEN_COMMANDS = { "help", "sort", "sort cum", "stats 3", "strip", "sort tottime name",
+    "stats fib 1", "callers work", "callees main", "reverse", "stats 0.5", "add fibdemo_det.prof",
+    "stats 2", "read", "stats 1", "sort bogus", "stats 1.5", "help stats", "quit" }
+
+  local function commands(list) return table.concat(list, "\n") .. "\n" end
+
+  it("replays CPython's session byte for byte, prompts forced with CPROF_PROMPT=1 (golden_browser.txt)", function()
+    local list = {}
+    for i, c in ipairs(GOLDEN_COMMANDS) do list[i] = c == "sort cum" and "sort c" or c end
+    local out, err, status = pipe(dir, commands(list), "fibdemo_det.prof", "CPROF_PROMPT=1")
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.equal(no_dates(golden("golden_browser.txt")), no_dates(out))
+    -- --prompt does the same
+    local out2 = pipe(dir, commands(list), "fibdemo_det.prof --prompt")
+    assert.are.equal(no_dates(out), no_dates(out2))
+  end)
+
+  it("'sort cum' sorts by cumulative time (the documented difference from CPython)", function()
+    local out = pipe(dir, commands({ "sort cum", "stats 3", "quit" }), "fibdemo_det.prof")
+    assert.are.equal("Welcome to the profile statistics browser.\n"
+      .. "<date>    fibdemo_det.prof\n\n"
+      .. "         85 function calls (13 primitive calls) in 0.168 seconds\n\n"
+      .. "   Ordered by: cumulative time\n"
+      .. "   List reduced from 7 to 3 due to restriction <3>\n\n"
+      .. "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)\n"
+      .. "        1    0.003    0.003    0.167    0.167 /home/user/demo/fibdemo_det.py:22(main)\n"
+      .. "        1    0.007    0.007    0.163    0.163 /home/user/demo/fibdemo_det.py:15(work)\n"
+      .. "     75/3    0.147    0.002    0.147    0.049 /home/user/demo/fibdemo_det.py:7(fib)\n\n\n"
+      .. "Goodbye.\n", no_dates(out))
+  end)
+
+  it("prints no prompts when stdin is a pipe, and ends at the end of the input", function()
+    local out, err, status = pipe(dir, "help quit\nstats 0\n", "fibdemo_det.prof")
+    assert.are.equal(0, status)
+    assert.are.equal("", err)
+    assert.matches("^Welcome to the profile statistics browser.\nLeave the profile browser.\n<date>", no_dates(out))
+    assert.matches(" seconds\n\nGoodbye.\n$", out)   -- "stats 0": the totals, no rows
+    assert.not_matches("%% ", out)
+    out = pipe(dir, "help quit\n", "fibdemo_det.prof --no-prompt", "CPROF_PROMPT=1")
+    assert.are.equal("Welcome to the profile statistics browser.\nLeave the profile browser.\nGoodbye.\n", out)
+  end)
+
+  it("reads several files (the first, then the others added) and starts without any", function()
+    local out = pipe(dir, "stats 0\n", "fibdemo_det.prof fibdemo_det.prof")
+    assert.matches("^Welcome[^\n]*\n<date>    fibdemo_det.prof\n<date>    fibdemo_det.prof\n\n"
+      .. "         170 function calls %(26 primitive calls%)", no_dates(out))
+    out = pipe(dir, "stats\nread fibdemo_det.prof\nstats 0\n", "", "CPROF_PROMPT=1")
+    assert.matches("^Welcome to the profile statistics browser.\n%% No statistics object is loaded.\n"
+      .. "%% fibdemo_det.prof%% <date>", no_dates(out))
+    assert.matches("fibdemo_det.prof%% \nGoodbye.\n$", out)
+    out = pipe(dir, "", "missing.prof")
+    assert.are.equal("missing.prof: cannot open: No such file or directory\n"
+      .. "Welcome to the profile statistics browser.\nGoodbye.\n", out)
+  end)
+
+  it("refuses the report options with -i", function()
+    local out, err, status = pipe(dir, "", "fibdemo_det.prof --sort calls")
+    assert.are.equal(2, status)
+    assert.are.equal("", out)
+    assert.are.equal("cprof-stats: option -i takes only FILEs and --prompt or --no-prompt, not --sort"
+      .. " (use the browser's commands)\n", err)
+  end)
+end)
