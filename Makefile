@@ -113,7 +113,7 @@ DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
 # ---------------------------------------------------------------------------------------------
 # Targets
 
-.PHONY: all deps test spec check-install demo install uninstall env asan valgrind bench \
+.PHONY: all deps test spec spec-memory check-install demo install uninstall env asan valgrind bench \
         bench-alloc ctest clean help FORCE
 
 all: build/$(LUA)/cprof/core.so
@@ -191,6 +191,13 @@ run_suite = mkdir -p $(RESULTS_DIR) && rm -f $(RESULTS_DIR)/$(1).json $(RESULTS_
 spec: all
 	@$(call run_suite,$(LUA),$(LUA_CMD),$(LUA))
 
+# The lua5.4 specs again with cprof's allocator installed as the interpreter's own, before
+# busted loads: everything must work the same on top of it (CPROF_MEMORY=1 does this for
+# cprof.auto).
+spec-memory: LUA=lua5.4
+spec-memory: all
+	@$(call run_suite,memory,lua5.4 -e 'require("cprof.memory").install()',lua5.4)
+
 # Everything; each step runs even when an earlier one failed, and the exit status says
 # whether any failed.
 test: deps
@@ -202,6 +209,8 @@ test: deps
 	else \
 	  echo "==> luajit is not installed: skipping the LuaJIT specs"; \
 	fi; \
+	$(MAKE) --no-print-directory spec-memory || status=1; \
+	suites="$$suites memory"; \
 	$(MAKE) --no-print-directory ctest || status=1; \
 	$(MAKE) --no-print-directory check-install || status=1; \
 	$(MAKE) --no-print-directory fuzz-short || status=1; \
