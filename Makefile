@@ -235,7 +235,17 @@ build/ctest/test_arena-asan: tests/test_arena.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_F
 	$(ASAN_CC) $(BASE_CFLAGS) $(SAN_FLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
 	  tests/test_arena.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm -lpthread
 
-ctest: build/ctest/test_arena build/ctest/test_arena-asan
+# A host that links cprof in (every src/*.c) and registers its own timer through src/cprof.h.
+CORE_SRCS := $(sort $(wildcard src/*.c))
+
+build/ctest/test_host_timer: tests/test_host_timer.c $(CORE_SRCS) $(HDRS) | $(DEPS_FIRST)
+	@mkdir -p $(@D)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
+	  tests/test_host_timer.c $(CORE_SRCS) $(lua54_libs) -ldl -lm -lpthread
+
+ctest: build/ctest/test_arena build/ctest/test_arena-asan build/ctest/test_host_timer
+	@echo "==> C unit tests: build/ctest/test_host_timer"
+	@build/ctest/test_host_timer
 	@echo "==> C unit tests: build/ctest/test_arena"
 	@build/ctest/test_arena
 	@echo "==> C unit tests under ASan + UBSan: build/ctest/test_arena-asan"
