@@ -2,11 +2,13 @@
 --
 --   make && eval "$(make -s env)" && lua5.4 fuzz/make_corpus.lua
 --
--- Small valid dumps written by cprof.core.write_dump, a few built byte by byte to show the
--- format's extension points (an unknown section, unknown fields, fields left to their
--- defaults), and truncated and damaged copies. Lua 5.4 (it uses string.pack).
+-- Small valid dumps written by cprof.core.write_dump (one with every optional section: line
+-- records and an allocator snapshot), a few built byte by byte to show the format's extension
+-- points (an unknown section, unknown fields, fields left to their defaults), and truncated and
+-- damaged copies. Lua 5.4 (it uses string.pack).
 
 local core = require "cprof.core"
+local data = require "cprof.data"
 
 local dir = (arg and arg[0] and arg[0]:match("^(.*)/[^/]*$") or ".") .. "/corpus"
 os.execute("mkdir -p '" .. dir .. "'")
@@ -97,6 +99,48 @@ local function medium()
   return { meta = { timer = "monotonic", unit = 1e-9 }, frames = fr, edges = ed, nodes = no }
 end
 
+-- tiny, with line records, memory in its node and frame, and an allocator snapshot.
+local function full()
+  local d = {
+    meta = { timer = "counter", unit = 1.0, memory = true, memory_lost = 0 },
+    frames = group(2, { kind = { "main", "Lua" }, file = { "t.lua", "t.lua" }, line = { 0, 2 },
+                        lastline = { 9, 4 }, name = { "<main chunk>", "f" }, ncalls = { 1, 3 },
+                        pcalls = { 1, 3 }, tottime = { 2, 6 }, cumtime = { 8, 6 },
+                        alloc_count = { 1, 6 }, alloc_bytes = { 56, 336 }, free_count = { 0, 2 },
+                        free_bytes = { 0, 112 }, min_size = { 56, 56 }, max_size = { 56, 56 } }),
+    edges = group(1, { caller = { 1 }, callee = { 2 }, ncalls = { 3 }, pcalls = { 3 },
+                       tottime = { 6 }, cumtime = { 6 } }),
+    nodes = group(2, { parent = { 0, 1 }, frame = { 1, 2 }, ncalls = { 1, 3 }, pcalls = { 1, 3 },
+                       tottime = { 2, 6 }, cumtime = { 8, 6 }, alloc_count = { 1, 6 },
+                       alloc_bytes = { 56, 336 }, free_count = { 0, 2 }, free_bytes = { 0, 112 },
+                       min_size = { 56, 56 }, max_size = { 56, 56 } }),
+    lines = group(4, { frame = { 1, 2, 2, 1 }, line = { 5, 3, 4, 6 }, hits = { 1, 3, 3, 1 },
+                       time = { 7, 3, 3, 1 } }),
+  }
+  return data.set_allocator(d, {
+    lua_bytes = 20000, requested = 19000, foreign = 1000, held = 19500, footprint = 24000,
+    mapped = 2097152, peak_mapped = 2097152, metadata = 3000, live = 300, allocs = 400,
+    failures = 0, limit_failures = 0, foreign_frees = 4, limit = 1 << 30,
+    caches = { { name = "table_56", type = "table", source = "pages", objsize = 56, slab_size = 4096,
+                 objects = 73, live = 5, magazine = 1, allocs = 7, requested = 280, slabs = 1,
+                 partial_slabs = 1 } },
+    types = { { name = "table", tag = 5, live = 5, bytes = 280, held = 280, allocs = 7,
+                large_live = 0, large_allocs = 0, large_held = 0 } },
+    arenas = {
+      { name = "chunks", source = "none", quantum = 2097152, total = 2097152, alloc = 2097152,
+        free = 0, imported = 2097152, peak_total = 2097152, nr_allocs = 1, nr_free_segs = 0,
+        nr_spans = 1, nr_imports = 1, nr_empty = 0, allocs = 1, frees = 0, imports = 1,
+        releases = 0, import_failures = 0, hash_size = 64, hash_empty = 63, hash_longest = 1,
+        meta = 1500, free_lists = {} },
+      { name = "pages", source = "chunks", quantum = 4096, total = 2093056, alloc = 4096,
+        free = 2088960, imported = 2093056, peak_total = 2093056, nr_allocs = 1, nr_free_segs = 1,
+        nr_spans = 1, nr_imports = 1, nr_empty = 0, allocs = 1, frees = 0, imports = 1,
+        releases = 0, import_failures = 0, hash_size = 64, hash_empty = 63, hash_longest = 1,
+        meta = 1500, free_lists = { [20] = 1 } },
+    },
+  })
+end
+
 -- Hand-built files ---------------------------------------------------------------------------
 
 local function uv(n)
@@ -144,6 +188,25 @@ local function extended(o)
                 { 4, edges }, { 5, nodes }, { 6, meta } })
 end
 
+-- The optional record kinds with only their required fields: lines, arenas and their free lists
+-- (an index into the arenas: encoding 8); the mem_types kind described but without a section.
+local function optional()
+  local schema = uv(6)
+    .. uv(1) .. uv(4) .. field("kind", 4, 0) .. field("file", 4, 0) .. field("line", 2, 0) .. field("name", 4, 0)
+    .. uv(2) .. uv(2) .. field("caller", 5, 0) .. field("callee", 5, 0)
+    .. uv(3) .. uv(2) .. field("parent", 6, 0) .. field("frame", 5, 0)
+    .. uv(4) .. uv(2) .. field("frame", 5, 0) .. field("line", 2, 0)
+    .. uv(7) .. uv(1) .. field("name", 4, 0)
+    .. uv(8) .. uv(3) .. field("arena", 8, 0) .. field("list", 1, 0) .. field("future", 3, 1)
+  local strings = uv(3) .. str("Lua") .. str("x.lua") .. str("pages")
+  local frames = uv(1) .. uv(0) .. uv(1) .. uv(2) .. uv(1)
+  local lines = uv(2) .. uv(0) .. uv(4) .. uv(0) .. uv(6)
+  local arenas = uv(1) .. uv(2)
+  local free_lists = uv(1) .. uv(0) .. uv(12) .. string.pack("<d", 0.5)
+  return file({ { 1, schema }, { 2, strings }, { 3, frames }, { 4, uv(0) }, { 5, uv(0) },
+                { 7, lines }, { 10, arenas }, { 11, free_lists }, { 6, uv(0) } })
+end
+
 -- Writing -------------------------------------------------------------------------------------
 
 local valid = {
@@ -152,6 +215,8 @@ local valid = {
   odd = dump(odd),
   medium = dump(medium()),
   extended = extended(),
+  full = dump(full()),
+  optional = optional(),
 }
 for name, bytes in pairs(valid) do
   save(name .. ".prof", bytes)
@@ -167,6 +232,10 @@ save("tiny-version-7.prof", valid.tiny:sub(1, 8) .. string.pack("<I4", 7) .. val
 save("tiny-crlf.prof", (valid.tiny:gsub("\r\n", "\n", 1)))
 save("bogus-string-count.prof", extended({ strings = uv(1 << 60) .. str("x") }))
 save("bogus-edge-count.prof", extended({ edges = uv(1 << 60) .. uv(0) .. uv(1) .. uv(1) }))
+local full_bytes = valid.full
+for _, cut in ipairs({ #full_bytes // 3, #full_bytes // 2, #full_bytes - 9 }) do
+  save(("full-truncated-%d.prof"):format(cut), full_bytes:sub(1, cut))
+end
 
 local n = 0
 for _ in io.popen("ls '" .. dir .. "'"):lines() do n = n + 1 end

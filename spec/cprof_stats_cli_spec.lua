@@ -238,6 +238,122 @@ describe("cprof-stats", function()
     one_line_error(q(cut), "^cprof%-stats: " .. cut:gsub("%p", "%%%0") .. ": ")
   end)
 
+  -- A program run as a child process under cprof.auto, its dump written to a new file.
+  local function child_dump(program, env)
+    local script = tmp():gsub("%.prof$", ".lua")
+    files[#files + 1] = script
+    write(script, program)
+    local path = tmp()
+    local interp = rawget(_G, "jit") and "luajit" or "lua5.4"
+    local p = assert(io.popen(("env %s CPROF_QUIET=1 CPROF_OUT=%s %s -l cprof.auto %s 2>&1"):format(
+      env or "", q(path), interp, q(script))))
+    local out = p:read("*a")
+    p:close()
+    assert.are.equal("", out)
+    return path, script
+  end
+
+  local LOOP = [[
+local function loop(n)
+  local s = 0
+  for i = 1, n do
+    s = s + i
+  end
+  return s
+end
+local t = 0
+for _ = 1, 3 do t = t + loop(4) end
+]]
+
+  it("--lines prints line_profiler's table for each function (CPROF_LINES=1)", function()
+    local path, script = child_dump(LOOP, "CPROF_LINES=1 CPROF_TIMER=counter")
+    local out, err, status = cli(q(path) .. " --lines loop")
+    assert.are.equal(0, status, err)
+    assert.are.equal("Timer unit: 1 s\n\n"
+      .. "Total time: 33 s\n"
+      .. "File: " .. script .. "\n"
+      .. "Function: loop at line 1\n\n"
+      .. "Line #      Hits         Time  Per Hit   % Time  Line Contents\n"
+      .. "==============================================================\n"
+      .. "     1                                           local function loop(n)\n"
+      .. "     2         3          3.0      1.0      9.1    local s = 0\n"
+      .. "     3        15         15.0      1.0     45.5    for i = 1, n do\n"
+      .. "     4        12         12.0      1.0     36.4      s = s + i\n"
+      .. "     5                                             end\n"
+      .. "     6         3          3.0      1.0      9.1    return s\n"
+      .. "     7                                           end\n\n", out)
+    -- --stats first, then the lines; --json rows have the line records
+    out = cli(q(path) .. " --lines --stats loop")
+    assert.is_true(out:find("function calls", 1, true) < out:find("Timer unit", 1, true))
+    out = cli(q(path) .. " --json loop")
+    assert.matches('"lines":%[{"line":2,"hits":3,"time":3}', out)
+    local plain = tmp()
+    dump(plain)
+    one_line_error(q(plain) .. " --lines", "option %-%-lines: the profile has no line events")
+  end)
+
+  local MAKE = [[
+local keep = {}
+local function make(n) for i = 1, n do keep[i] = setmetatable({}, nil) end end
+for i = 1, 100 do keep[i] = false end
+make(100)
+]]
+
+  it("--memory and --sort alloc: memory per function and the allocator's reports (CPROF_MEMORY=1)", function()
+    if rawget(_G, "jit") then
+      pending("LuaJIT has no cprof allocator: cprof.memory.install raises there (docs/MEMORY.md)")
+      return
+    end
+    local path, script = child_dump(MAKE, "CPROF_MEMORY=1")
+    local out, err, status = cli(q(path) .. " --memory")
+    assert.are.equal(0, status, err)
+    -- sorted by allocated bytes without --sort; exactly 100 tables of 56 bytes, all live
+    assert.matches("\n   Ordered by: allocated bytes\n", out)
+    assert.matches("\n" .. stats.memory_title_line():gsub("%p", "%%%0") .. "\n", out)
+    assert.matches("\n      100         5600         0         5600       56       56 "
+      .. script:gsub("%p", "%%%0") .. ":2%(make%)\n", out)
+    for _, part in ipairs({ "== kmemstat", "== free", "== Lua types", "== waste", "== arena_stats",
+                            "== slab_stats" }) do
+      assert.matches("\n" .. part .. "\n", out)
+    end
+    assert.matches("\n        table_56 +: S :      56:", out)
+    -- the same text as the Stats of the same file
+    local mine = collector()
+    local st = stats.new(path, { stream = mine }):sort_stats("alloc")
+    st:print_memory()
+    st:print_allocator()
+    assert.are.equal(mine.text(), out)
+    -- --sort alloc on the table of functions; memory keys abbreviate
+    out = cli(q(path) .. " --sort alloc --limit 1")
+    assert.matches("Ordered by: allocated bytes\n", out)
+    assert.matches(":2%(make%)\n", out)
+    assert.matches("Ordered by: allocation count, live bytes\n", (cli(q(path) .. " -s allocs,liv")))
+    one_line_error(q(path) .. " --sort a", "%-%-sort: ambiguous sort key 'a' %(could be alloc, alloc_bytes")
+    -- --json: memory fields in the rows, and the allocator
+    out = cli(q(path) .. " --json make")
+    assert.matches('"alloc_count":100,"alloc_bytes":5600,"free_count":0,"free_bytes":0,"live_bytes":5600,'
+      .. '"min_size":56,"max_size":56', out)
+    assert.matches(',"allocator":{', out)
+    assert.matches('"caches":%[{', out)
+    -- (a child without CPROF_MEMORY=1: this process may run on cprof's allocator, make spec-memory)
+    local plain = child_dump(MAKE)
+    one_line_error(q(plain) .. " --memory", "option %-%-memory: the profile has no memory numbers")
+  end)
+
+  it("--lines and --memory: --help documents them; bad combinations are one line and status 2", function()
+    local out = cli("--help")
+    for _, opt in ipairs({ "--lines", "--memory" }) do
+      assert.matches("\n  [%- %a,]*" .. opt:gsub("%-", "%%-"), out)
+    end
+    assert.matches("alloc or alloc_bytes", out)
+    assert.matches("%[%-%-lines%] %[%-%-memory%]", out)
+    local path = tmp()
+    dump(path)
+    one_line_error(q(path) .. " --lines --json", "options %-%-lines and %-%-memory do not go with %-%-json")
+    one_line_error(q(path) .. " --json --memory", "options %-%-lines and %-%-memory do not go with %-%-json")
+    one_line_error("-i " .. q(path) .. " --memory", "option %-i takes only FILEs .*%-%-memory")
+  end)
+
   it("runs as cprof-stats on PATH (make env puts bin/ there)", function()
     local p = io.popen("command -v cprof-stats")
     local where = p:read("*l")

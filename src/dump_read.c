@@ -43,6 +43,7 @@ typedef struct Reader {
   Section sec[DUMP_SEC_LAST_KNOWN + 1];
   Schema schema[DUMP_NREC];
   uint32_t nstrings, nframes;
+  uint32_t count[DUMP_NREC];  /* records of each kind read so far (DUMP_ENC_ROW checks) */
   int strtab;  /* stack index of the strings, 1-based */
 } Reader;
 
@@ -53,7 +54,8 @@ typedef struct Cur {
 } Cur;
 
 static const char *const SECTION_NAMES[DUMP_SEC_LAST_KNOWN + 1] = {
-  "?", "schema", "strings", "frames", "edges", "nodes", "meta"};
+  "?", "schema", "strings", "frames", "edges", "nodes", "meta", "lines", "mem_caches",
+  "mem_types", "mem_arenas", "mem_free_lists"};
 
 static void rerr(Reader *R, const char *fmt, ...) {
   char msg[512];
@@ -198,7 +200,7 @@ static void read_header(Reader *R) {
       R->sec[kind] = (Section){off, slen, 1};
     }
   }
-  for (int k = 1; k <= DUMP_SEC_LAST_KNOWN; k++)
+  for (int k = 1; k <= DUMP_SEC_LAST_REQUIRED; k++)
     if (!R->sec[k].found) rerr(R, "no %s section", SECTION_NAMES[k]);
 }
 
@@ -230,7 +232,7 @@ static void read_schema(Reader *R) {
       if (wire > DUMP_WIRE_BYTES)
         rerr(R, "schema section: field '%s' has wire type %llu, which this cprof cannot skip",
              printable(name, n, pn, sizeof pn), (unsigned long long)wire);
-      if (enc >= DUMP_ENC_UINT && enc <= DUMP_ENC_BYTES && (int)wire != dump_wire_of((int)enc))
+      if (enc >= DUMP_ENC_UINT && enc <= DUMP_ENC_LAST && (int)wire != dump_wire_of((int)enc))
         rerr(R, "schema section: field '%s' has encoding %llu with wire type %llu",
              printable(name, n, pn, sizeof pn), (unsigned long long)enc, (unsigned long long)wire);
       if (!S) continue; /* a record kind this cprof does not know */
@@ -250,7 +252,10 @@ static void read_schema(Reader *R) {
   at_end(R, &c);
   for (int k = 0; k < DUMP_NREC; k++) {
     const DumpRecordKind *K = &DUMP_KINDS[k];
-    if (!R->schema[k].described) rerr(R, "schema section: %s are not described", K->group);
+    /* An optional kind needs a description only when the file has its records. */
+    if (!R->schema[k].described && (!K->optional || R->sec[K->section].found))
+      rerr(R, "schema section: %s are not described", K->group);
+    if (!R->schema[k].described) continue;
     for (int i = 0; i < K->nfields; i++)
       if (K->fields[i].required == 1 && !R->schema[k].have[i])
         rerr(R, "schema section: %s lack the required field '%s'", K->group, K->fields[i].name);
@@ -281,7 +286,7 @@ static void read_records(Reader *R, int k) {
   size_t minsize = 0;
   for (int f = 0; f < S->nfields; f++) minsize += S->field[f].wire == DUMP_WIRE_FIXED64 ? 8 : 1;
   uint32_t n = get_count(R, &c, minsize ? minsize : 1, "records");
-  if (k == 0) R->nframes = n;
+  if (k == DUMP_K_FRAMES) R->nframes = n;
 
   lua_createtable(L, 0, K->nfields + 1);
   int group = lua_gettop(L);
@@ -332,6 +337,15 @@ static void read_records(Reader *R, int k) {
                  row, F->name, (unsigned long long)v, R->nframes);
           lua_pushinteger(L, (lua_Integer)v + 1);
           break;
+        case DUMP_ENC_ROW: {
+          const DumpRecordKind *T = &DUMP_KINDS[F->def];
+          v = get_uv(R, &c);
+          if (v >= R->count[F->def])
+            rerr(R, "%s section: record %d: %s is %s record %llu but there are %u", c.what, row,
+                 F->name, T->group, (unsigned long long)v, R->count[F->def]);
+          lua_pushinteger(L, (lua_Integer)v + 1);
+          break;
+        }
         default: /* DUMP_ENC_PARENT */
           v = get_uv(R, &c);
           if (v > r)
@@ -344,6 +358,7 @@ static void read_records(Reader *R, int k) {
     }
   }
   at_end(R, &c);
+  R->count[k] = n;
 
   /* Defaults for the fields this file does not have (an extension's stay absent). */
   for (int i = 0; i < K->nfields; i++) {
@@ -415,6 +430,7 @@ static int read_body(lua_State *L) {
   int data = lua_gettop(L);
   read_strings(R);
   for (int k = 0; k < DUMP_NREC; k++) {
+    if (DUMP_KINDS[k].optional && !R->sec[DUMP_KINDS[k].section].found) continue; /* absent */
     read_records(R, k);
     lua_setfield(L, data, DUMP_KINDS[k].group);
   }

@@ -29,7 +29,7 @@
 #include "dump_format.h"
 
 #define OUT_FILE_BUFFER (1u << 20)
-#define NSECTIONS 6
+#define MAX_SECTIONS (DUMP_SEC_LAST_KNOWN) /* the required ones and one per optional kind */
 
 typedef struct Str {
   const char *s;
@@ -48,6 +48,7 @@ typedef struct Writer {
   uint64_t flushed;           /* bytes already written to fd */
   char *tmppath;              /* the temporary file while it exists */
   /* The data table's layout. */
+  uint8_t has[DUMP_NREC];     /* the group is written (the required ones always are) */
   uint32_t n[DUMP_NREC];
   int col[DUMP_NREC][DUMP_MAX_FIELDS];   /* stack index of each column; 0: absent */
   uint8_t present[DUMP_NREC][DUMP_MAX_FIELDS];
@@ -230,6 +231,11 @@ static void collect_groups(Writer *W) {
     const DumpRecordKind *K = &DUMP_KINDS[k];
     lua_getfield(L, W->data, K->group);
     int t = lua_type(L, -1);
+    if (t == LUA_TNIL && K->optional) { /* absent: no schema entry, no section */
+      lua_pop(L, 1);
+      continue;
+    }
+    W->has[k] = 1;
     if (t == LUA_TNIL) { /* no records; the schema still lists every field */
       lua_pop(L, 1);
       W->n[k] = 0;
@@ -264,15 +270,17 @@ static void collect_groups(Writer *W) {
   }
 }
 
-/* Frame and parent references of edges and nodes: checked, stored, and counted per frame. */
+/* Frame, parent and row references of the other groups: checked, stored, and counted per
+   frame. */
 static void collect_refs(Writer *W, uint64_t *refs) {
   lua_State *L = W->L;
-  uint32_t nframes = W->n[0];
+  uint32_t nframes = W->n[DUMP_K_FRAMES];
   for (int k = 1; k < DUMP_NREC; k++) {
     const DumpRecordKind *K = &DUMP_KINDS[k];
     for (int f = 0; f < K->nfields; f++) {
       int enc = K->fields[f].enc;
-      if (!W->col[k][f] || (enc != DUMP_ENC_FRAME && enc != DUMP_ENC_PARENT)) continue;
+      if (!W->col[k][f] || (enc != DUMP_ENC_FRAME && enc != DUMP_ENC_PARENT && enc != DUMP_ENC_ROW))
+        continue;
       uint32_t n = W->n[k];
       uint32_t *v = W->pre[k][f] = walloc(W, n, sizeof *v);
       int c = W->col[k][f];
@@ -287,6 +295,13 @@ static void collect_refs(Writer *W, uint64_t *refs) {
                  K->fields[f].name, i + 1, describe(L, -1, b, sizeof b), nframes);
           v[i] = (uint32_t)(x - 1);
           refs[x - 1]++;
+        } else if (enc == DUMP_ENC_ROW) {
+          const DumpRecordKind *T = &DUMP_KINDS[K->fields[f].def];
+          uint32_t nt = W->has[K->fields[f].def] ? W->n[K->fields[f].def] : 0;
+          if (bad || x < 1 || x > (int64_t)nt)
+            werr(W, "%s.%s[%u] = %s is not an index of %s (%s.n = %u)", K->group,
+                 K->fields[f].name, i + 1, describe(L, -1, b, sizeof b), T->group, T->group, nt);
+          v[i] = (uint32_t)(x - 1);
         } else {
           if (bad || x < 0 || x > (int64_t)i)
             werr(W, "%s.%s[%u] = %s must be 0 (a root) or the index of an earlier node",
@@ -311,7 +326,7 @@ static int by_popularity(const void *a, const void *b) {
 }
 
 static void order_frames(Writer *W) {
-  uint32_t n = W->n[0];
+  uint32_t n = W->n[DUMP_K_FRAMES];
   W->refs = walloc(W, n, sizeof *W->refs);
   memset(W->refs, 0, (n ? n : 1) * sizeof *W->refs);
   collect_refs(W, W->refs);
@@ -355,26 +370,29 @@ static uint32_t intern(Writer *W, int sidx) {
   return W->nstrs++;
 }
 
-/* String fields of frames, in the frames' file order, so popular frames get small indexes. */
+/* String fields: those of frames first, in the frames' file order, so popular frames get small
+   indexes; then those of the other groups (the allocator snapshot's names), in record order. */
 static void collect_strings(Writer *W) {
   lua_State *L = W->L;
   lua_newtable(L);
   W->strmap = lua_gettop(L);
-  const DumpRecordKind *K = &DUMP_KINDS[0];
-  for (int f = 0; f < K->nfields; f++)
-    if (W->col[0][f] && K->fields[f].enc == DUMP_ENC_STRING)
-      W->pre[0][f] = walloc(W, W->n[0], sizeof(uint32_t));
-  for (uint32_t j = 0; j < W->n[0]; j++) {
-    uint32_t i = W->order[j];
-    for (int f = 0; f < K->nfields; f++) {
-      if (!W->pre[0][f] || K->fields[f].enc != DUMP_ENC_STRING) continue;
-      lua_rawgeti(L, W->col[0][f], (int)i + 1);
-      if (lua_type(L, -1) != LUA_TSTRING) {
-        werr(W, "frames.%s[%u] must be a string, not a %s", K->fields[f].name, i + 1,
-             luaL_typename(L, -1));
+  for (int k = 0; k < DUMP_NREC; k++) {
+    const DumpRecordKind *K = &DUMP_KINDS[k];
+    for (int f = 0; f < K->nfields; f++)
+      if (W->col[k][f] && K->fields[f].enc == DUMP_ENC_STRING)
+        W->pre[k][f] = walloc(W, W->n[k], sizeof(uint32_t));
+    for (uint32_t j = 0; j < W->n[k]; j++) {
+      uint32_t i = k == DUMP_K_FRAMES ? W->order[j] : j;
+      for (int f = 0; f < K->nfields; f++) {
+        if (!W->pre[k][f] || K->fields[f].enc != DUMP_ENC_STRING) continue;
+        lua_rawgeti(L, W->col[k][f], (int)i + 1);
+        if (lua_type(L, -1) != LUA_TSTRING) {
+          werr(W, "%s.%s[%u] must be a string, not a %s", K->group, K->fields[f].name, i + 1,
+               luaL_typename(L, -1));
+        }
+        W->pre[k][f][j] = intern(W, lua_gettop(L));
+        lua_pop(L, 1);
       }
-      W->pre[0][f][j] = intern(W, lua_gettop(L));
-      lua_pop(L, 1);
     }
   }
 }
@@ -424,9 +442,12 @@ static void collect_meta(Writer *W) {
 /* Sections */
 
 static void write_schema(Writer *W) {
-  put_uv(W, DUMP_NREC);
+  uint32_t nk = 0;
+  for (int k = 0; k < DUMP_NREC; k++) nk += W->has[k];
+  put_uv(W, nk);
   for (int k = 0; k < DUMP_NREC; k++) {
     const DumpRecordKind *K = &DUMP_KINDS[k];
+    if (!W->has[k]) continue;
     uint32_t nf = 0;
     for (int f = 0; f < K->nfields; f++) nf += W->present[k][f];
     put_uv(W, K->rec);
@@ -450,7 +471,7 @@ static void write_records(Writer *W, int k) {
   const DumpRecordKind *K = &DUMP_KINDS[k];
   put_uv(W, W->n[k]);
   for (uint32_t j = 0; j < W->n[k]; j++) {
-    int row = (int)(k == 0 ? W->order[j] : j) + 1;  /* the record's index in the Lua table */
+    int row = (int)(k == DUMP_K_FRAMES ? W->order[j] : j) + 1;  /* its index in the Lua table */
     for (int f = 0; f < K->nfields; f++) {
       if (!W->present[k][f]) continue;
       const DumpField *F = &K->fields[f];
@@ -593,37 +614,44 @@ static int write_body(lua_State *L) {
     W->cap = OUT_FILE_BUFFER;
   }
 
-  unsigned char header[DUMP_FIXED_HEADER + NSECTIONS * DUMP_DIRENT_SIZE];
+  /* The sections, in file order: schema, strings, the records of each group written, meta. */
+  int sec[MAX_SECTIONS], nsec = 0;  /* >= 0: the DUMP_K_* whose records it holds */
+  enum { SCHEMA = -1, STRINGS = -2, META = -3 };
+  sec[nsec++] = SCHEMA;
+  sec[nsec++] = STRINGS;
+  for (int k = 0; k < DUMP_NREC; k++)
+    if (W->has[k]) sec[nsec++] = k;
+  sec[nsec++] = META;
+
+  unsigned char header[DUMP_FIXED_HEADER + MAX_SECTIONS * DUMP_DIRENT_SIZE];
+  size_t header_len = DUMP_FIXED_HEADER + (size_t)nsec * DUMP_DIRENT_SIZE;
   memset(header, 0, sizeof header);
   memcpy(header, DUMP_MAGIC, DUMP_MAGIC_LEN);
   dump_put_u32(header + 8, DUMP_VERSION);
-  dump_put_u32(header + 12, NSECTIONS);
-  put_bytes(W, header, sizeof header);  /* the directory is patched below */
+  dump_put_u32(header + 12, (uint32_t)nsec);
+  put_bytes(W, header, header_len);  /* the directory is patched below */
 
-  static const uint8_t kinds[NSECTIONS] = {DUMP_SEC_SCHEMA, DUMP_SEC_STRINGS, DUMP_SEC_FRAMES,
-                                           DUMP_SEC_EDGES, DUMP_SEC_NODES, DUMP_SEC_META};
-  for (int s = 0; s < NSECTIONS; s++) {
+  for (int s = 0; s < nsec; s++) {
     uint64_t start = pos(W);
-    switch (kinds[s]) {
-      case DUMP_SEC_SCHEMA: write_schema(W); break;
-      case DUMP_SEC_STRINGS: write_strings(W); break;
-      case DUMP_SEC_FRAMES: write_records(W, 0); break;
-      case DUMP_SEC_EDGES: write_records(W, 1); break;
-      case DUMP_SEC_NODES: write_records(W, 2); break;
-      default: write_meta(W); break;
+    uint32_t kind;
+    switch (sec[s]) {
+      case SCHEMA: write_schema(W); kind = DUMP_SEC_SCHEMA; break;
+      case STRINGS: write_strings(W); kind = DUMP_SEC_STRINGS; break;
+      case META: write_meta(W); kind = DUMP_SEC_META; break;
+      default: write_records(W, sec[s]); kind = DUMP_KINDS[sec[s]].section; break;
     }
     unsigned char *e = header + DUMP_FIXED_HEADER + s * DUMP_DIRENT_SIZE;
-    dump_put_u32(e, kinds[s]);
+    dump_put_u32(e, kind);
     dump_put_u64(e + 4, start);
     dump_put_u64(e + 12, pos(W) - start);
   }
 
   if (W->fd < 0) { /* in memory */
-    memcpy(W->buf + DUMP_FIXED_HEADER, header + DUMP_FIXED_HEADER, sizeof header - DUMP_FIXED_HEADER);
+    memcpy(W->buf + DUMP_FIXED_HEADER, header + DUMP_FIXED_HEADER, header_len - DUMP_FIXED_HEADER);
     return 0;
   }
   flush(W);
-  size_t off = 0, n = sizeof header - DUMP_FIXED_HEADER;
+  size_t off = 0, n = header_len - DUMP_FIXED_HEADER;
   while (off < n) {
     ssize_t k = pwrite(W->fd, header + DUMP_FIXED_HEADER + off, n - off,
                        (off_t)(DUMP_FIXED_HEADER + off));

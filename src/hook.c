@@ -265,6 +265,13 @@ static void hook(lua_State *L, lua_Debug *ar) {
              (event == LUA_HOOKLINE && P->lines)) {
     cprof_ticks in = P->timer.read(P->timer.ud);
     cprof_ticks now = in - (cprof_ticks)P->hook_ticks;
+    /* An estimate larger than the hook really took would turn the clock back: it never runs
+       backwards, the excess is given back instead. */
+    if (now < P->vlast) {
+      P->hook_ticks = (double)(in - P->vlast);
+      now = P->vlast;
+    }
+    P->vlast = now;
     /* Anything new (a function, a path, a line, a thread) took the slow path: measured. */
     uint32_t before = P->nlinks + P->nlinerecs + P->nstacks;
     int slow = 0, kind = HOOK_LINE;

@@ -150,6 +150,7 @@ struct Profiler {
   lua_State *L;            /* the thread the hook (or enable/disable) is running in */
   double hook_ticks;       /* timer ticks spent inside the hook: kept off every frame */
   double hook_estimate[4]; /* average ticks of a hook run, per HOOK_* kind */
+  cprof_ticks vlast;       /* the profile's clock at the last event: it never goes back */
   uint32_t measure_every;  /* measure one event in this many; 1: every event (exact timers) */
   uint32_t events;
   int reading;

@@ -253,6 +253,8 @@ static void push_node_memory(lua_State *L, const Profiler *P) {
   }
 }
 
+static void push_lines(lua_State *L, const Profiler *P);
+
 void tables_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   double unit = P->timer.unit;
   lua_createtable(L, 0, 4);
@@ -280,6 +282,12 @@ void tables_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_n
   if (P->memory) push_node_memory(L, P);
   lua_setfield(L, -2, "nodes");
 
+  if (P->lines) push_lines(L, P);
+}
+
+/* The line records (a profile made with lines = true): frame, line, hits, time. */
+static void push_lines(lua_State *L, const Profiler *P) {
+  double unit = P->timer.unit;
   lua_createtable(L, 0, 5);
   lua_pushinteger(L, P->nlinerecs);
   lua_setfield(L, -2, "n");

@@ -8,6 +8,7 @@
 --- CPROF_QUIET: 1 prints no report (with CPROF_OUT: only the dump is written).
 --- CPROF_CALIBRATE: 1 measures the bias per event before the script starts (Profile:calibrate).
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
+--- CPROF_LINES: 1 records line events too (hits and time per source line: cprof-stats --lines).
 
 -- CPROF_MEMORY=1: cprof's allocator (cprof.memory, docs/MEMORY.md) for the whole program,
 -- installed first, before anything else here or in the script allocates.
@@ -21,13 +22,15 @@ local core = require "cprof.core"
 local report = require "cprof.report"
 
 -- CPROF_TIMER names the timer; one that cannot be had is reported and the default is used.
+-- CPROF_LINES=1 adds line events.
 local function new_profile()
+  local lines = os.getenv("CPROF_LINES") == "1" or nil
   local name = os.getenv("CPROF_TIMER")
-  if name == nil or name == "" then return cprof.Profile() end
-  local ok, p = pcall(cprof.Profile, { timer = name })
+  if name == nil or name == "" then return cprof.Profile { lines = lines } end
+  local ok, p = pcall(cprof.Profile, { timer = name, lines = lines })
   if ok then return p end
   io.stderr:write("cprof: CPROF_TIMER: ", tostring(p), "; using the default timer\n")
-  return cprof.Profile()
+  return cprof.Profile { lines = lines }
 end
 
 local prof = new_profile()

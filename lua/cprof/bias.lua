@@ -53,7 +53,7 @@ function M.apply(d, bias)
   local meta = copy(d.meta or {})
   bias = bias or meta.bias or 0
   if bias == 0 or meta.bias_applied then return d end
-  local frames, edges, nodes = d.frames, d.edges, d.nodes or { n = 0 }
+  local frames, edges, nodes = d.frames, d.edges or { n = 0 }, d.nodes or { n = 0 }
   local clamped = { n = 0 }
 
   local made = {}

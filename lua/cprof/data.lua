@@ -2,19 +2,29 @@
 --
 --   data = {
 --     meta   = { lua_version, timer, unit, bias, command, start_time, total_time, pid, host,
---                tree_cap, tree_folded, dropped [, merged] },
---     frames = { n, kind, file, line, lastline, name, ncalls, pcalls, tottime, cumtime },
+--                tree_cap, tree_folded, dropped [, merged] [, memory, mem_*] },
+--     frames = { n, kind, file, line, lastline, name, ncalls, pcalls, tottime, cumtime
+--                [, alloc_count, alloc_bytes, free_count, free_bytes, min_size, max_size] },
 --     edges  = { n, caller, callee, ncalls, pcalls, tottime, cumtime },
---     nodes  = { n, parent, frame, ncalls, pcalls, tottime, cumtime },
+--     nodes  = { n, parent, frame, ncalls, pcalls, tottime, cumtime
+--                [, alloc_count, alloc_bytes, free_count, free_bytes, min_size, max_size] },
+--     lines  = { n, frame, line, hits, time },                      -- optional
+--     mem_caches, mem_types, mem_arenas, mem_free_lists = {...},    -- optional
 --   }
 --
--- Every column is a 1-based array of length n.  Edge endpoints and node frames are frame
+-- Every column is a 1-based array of length n.  Edge endpoints, node and line frames are frame
 -- indices; a node's parent is a smaller node index, or 0 for a root.  Times are in seconds.
+-- The memory columns are there only for profiles with memory (cprof's allocator); `lines` only
+-- for profiles with line events; the mem_* groups and meta keys only in dumps taken with cprof's
+-- allocator installed (the allocator snapshot: see data.allocator).
 --
 --   data.to_stats(d)        the getstats()-shaped table that cprof.stats reads
 --   data.merge(a, b, ...)   a new data table holding the sum of the profiles
 --   data.from_stats(s)      data from a Stats object or a getstats() table (no tree)
 --   data.merge_meta(a, b)   the meta of the sum of two profiles
+--   data.allocator(d)       the allocator snapshot of d as cprof.memory.stats() returns it, or nil
+--   data.set_allocator(d, s) stores a cprof.memory.stats() table in d (groups and meta keys)
+--   data.add_memory(a, b)   the sum of two memory records (counts summed, min/max kept)
 --
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
 
@@ -29,6 +39,24 @@ M.FRAME_COLUMNS = { "kind", "file", "line", "lastline", "name",
                     "ncalls", "pcalls", "tottime", "cumtime" }
 M.EDGE_COLUMNS = { "caller", "callee", "ncalls", "pcalls", "tottime", "cumtime" }
 M.NODE_COLUMNS = { "parent", "frame", "ncalls", "pcalls", "tottime", "cumtime" }
+M.LINE_COLUMNS = { "frame", "line", "hits", "time" }
+--- The memory columns of frames and nodes (a memory record has these fields).
+local MEM_COLS = { "alloc_count", "alloc_bytes", "free_count", "free_bytes", "min_size", "max_size" }
+M.MEMORY_COLUMNS = MEM_COLS
+
+--- The allocator snapshot: totals (meta keys "mem_" .. name) and the columns of its groups.
+M.MEM_TOTALS = { "lua_bytes", "requested", "foreign", "held", "footprint", "mapped", "peak_mapped",
+                 "metadata", "live", "allocs", "failures", "limit_failures", "foreign_frees" }
+M.MEM_CACHE_COLUMNS = { "name", "type", "source", "objsize", "slab_size", "objects", "live",
+                        "magazine", "allocs", "requested", "slabs", "partial_slabs" }
+M.MEM_TYPE_COLUMNS = { "name", "tag", "live", "bytes", "held", "allocs", "large_live",
+                       "large_allocs", "large_held" }
+M.MEM_ARENA_COLUMNS = { "name", "source", "quantum", "total", "alloc", "free", "imported",
+                        "peak_total", "nr_allocs", "nr_free_segs", "nr_spans", "nr_imports",
+                        "nr_empty", "allocs", "frees", "imports", "releases", "import_failures",
+                        "hash_size", "hash_empty", "hash_longest", "meta" }
+M.MEM_FREE_LIST_COLUMNS = { "arena", "list", "segs" }
+local MEM_GROUPS = { "mem_caches", "mem_types", "mem_arenas", "mem_free_lists" }
 
 local function fail(fmt, ...)
   error("cprof.data: " .. sformat(fmt, ...), 0)
@@ -83,6 +111,60 @@ local function index(i, n, what)
 end
 
 ---------------------------------------------------------------------------
+-- Memory records
+---------------------------------------------------------------------------
+
+local function zero_memory()
+  return { alloc_count = 0, alloc_bytes = 0, free_count = 0, free_bytes = 0, min_size = 0,
+           max_size = 0 }
+end
+M.zero_memory = zero_memory
+
+--- The sum of two memory records { alloc_count, alloc_bytes, free_count, free_bytes, min_size,
+--- max_size }: counts and bytes summed; the smallest and largest sizes of the allocations of
+--- both (a record without allocations has no sizes to compare).
+function M.add_memory(a, b)
+  local out = {}
+  for _, c in ipairs(MEM_COLS) do out[c] = (a[c] or 0) + (b[c] or 0) end
+  local an, bn = a.alloc_count or 0, b.alloc_count or 0
+  local amin, bmin = a.min_size or 0, b.min_size or 0
+  if an == 0 then out.min_size = bmin
+  elseif bn == 0 then out.min_size = amin
+  else out.min_size = amin < bmin and amin or bmin end
+  local amax, bmax = a.max_size or 0, b.max_size or 0
+  out.max_size = amax > bmax and amax or bmax
+  return out
+end
+
+-- The memory record of row i of a group with memory columns.
+local function memory_of(g, i)
+  local m = {}
+  for _, c in ipairs(MEM_COLS) do m[c] = g[c][i] or 0 end
+  return m
+end
+
+local function has_memory(g)
+  return type(g) == "table" and type(g.alloc_count) == "table"
+end
+
+-- Memory per frame: the frames' own columns when they have them (data made from a Stats), else
+-- the sum of the frame's tree nodes.  nil when d has no memory.
+local function frame_memory(frames, nodes)
+  local per = {}
+  if has_memory(frames) then
+    for i = 1, frames.n do per[i] = memory_of(frames, i) end
+    return per
+  end
+  if not has_memory(nodes) then return nil end
+  for i = 1, frames.n do per[i] = zero_memory() end
+  for k = 1, nodes.n do
+    local f = index(nodes.frame[k], frames.n, "node frame")
+    per[f] = M.add_memory(per[f], memory_of(nodes, k))
+  end
+  return per
+end
+
+---------------------------------------------------------------------------
 -- to_stats
 ---------------------------------------------------------------------------
 
@@ -93,9 +175,12 @@ end
 
 --- The getstats()-shaped table of `d`: one entry per frame that completed a call (0-call
 --- frames are skipped, as cProfile skips them), in frame order, and its callers.  Entries also
---- carry `lastline`; the table carries `meta`.
+--- carry `lastline`; the table carries `meta`.  When d has memory, every entry has the memory
+--- fields of getstats() (alloc_count, alloc_bytes, free_count, free_bytes, live_bytes, min_size,
+--- max_size); when d has line records, the entries that have some get `lines`
+--- ({ [line] = { hits, time } }).
 function M.to_stats(d)
-  local frames, edges = check(d)
+  local frames, edges, nodes = check(d)
   local meta = type(d.meta) == "table" and d.meta or {}
   local out = { timer = meta.timer, unit = meta.unit, meta = meta, entries = {} }
   if type(meta.dropped) == "number" and meta.dropped > 0 then out.dropped = meta.dropped end
@@ -127,6 +212,34 @@ function M.to_stats(d)
       end
     end
   end
+  local mem = frame_memory(frames, nodes)
+  if mem then
+    for i = 1, frames.n do
+      local e = row[i] and entries[row[i]]
+      if e then
+        for _, c in ipairs(MEM_COLS) do e[c] = mem[i][c] end
+        e.live_bytes = mem[i].alloc_bytes - mem[i].free_bytes
+      end
+    end
+  end
+  local lines = d.lines
+  if type(lines) == "table" then
+    lines = section(d, "lines", M.LINE_COLUMNS)
+    for i = 1, lines.n do
+      local e = entries[row[index(lines.frame[i], frames.n, "line frame")] or 0]
+      local line = lines.line[i]
+      if e and type(line) == "number" then
+        e.lines = e.lines or {}
+        local old = e.lines[line]
+        local hits, time = lines.hits[i] or 0, lines.time[i] or 0
+        if old then
+          old.hits, old.time = old.hits + hits, old.time + time
+        else
+          e.lines[line] = { hits = hits, time = time }
+        end
+      end
+    end
+  end
   return out
 end
 
@@ -134,10 +247,12 @@ end
 -- merge
 ---------------------------------------------------------------------------
 
-local SUMMED_META = { total_time = true, tree_folded = true, dropped = true }
+local SUMMED_META = { total_time = true, tree_folded = true, dropped = true,
+                      bias_clamped = true, memory_lost = true }
 
---- The meta of the sum of two profiles: total_time, tree_folded and dropped are summed, the
---- rest comes from `a` (from `b` where `a` has nothing), and `merged` counts the profiles.
+--- The meta of the sum of two profiles: total_time, tree_folded, dropped, bias_clamped and
+--- memory_lost are summed, the rest comes from `a` (from `b` where `a` has nothing), and
+--- `merged` counts the profiles.
 function M.merge_meta(a, b)
   a, b = a or {}, b or {}
   local m = {}
@@ -166,15 +281,61 @@ local function copy_stats(dst, j, src, i)
   for _, c in ipairs(STAT_COLS) do dst[c][j] = src[c][i] end
 end
 
+-- The memory of row i of src added into row j of dst (`existed`: row j already had numbers).
+-- dst gets memory columns as soon as one source has them; rows of sources without are 0.
+local function merge_memory(dst, j, src, i, existed)
+  if has_memory(src) then
+    if not has_memory(dst) then
+      for _, c in ipairs(MEM_COLS) do
+        dst[c] = {}
+        for r = 1, dst.n do dst[c][r] = 0 end
+      end
+    end
+    local m = memory_of(src, i)
+    if existed then m = M.add_memory(memory_of(dst, j), m) end
+    for _, c in ipairs(MEM_COLS) do dst[c][j] = m[c] end
+  elseif has_memory(dst) and not existed then
+    for _, c in ipairs(MEM_COLS) do dst[c][j] = 0 end
+  end
+end
+
+-- A copy of the columns of group g (nil when absent).
+local function copy_group(g, cols)
+  if type(g) ~= "table" then return nil end
+  local out = { n = g.n }
+  for _, c in ipairs(cols) do
+    if type(g[c]) == "table" then
+      out[c] = {}
+      for i = 1, g.n do out[c][i] = g[c][i] end
+    end
+  end
+  return out
+end
+
+local MEM_GROUP_COLUMNS = {
+  mem_caches = M.MEM_CACHE_COLUMNS, mem_types = M.MEM_TYPE_COLUMNS,
+  mem_arenas = M.MEM_ARENA_COLUMNS, mem_free_lists = M.MEM_FREE_LIST_COLUMNS,
+}
+
+local function has_allocator(d)
+  return type(d.mem_caches) == "table" or type(d.mem_types) == "table"
+    or type(d.mem_arenas) == "table"
+end
+
 -- Adds the profile `d` into the accumulator `acc` (frames, edges and nodes, with their
 -- identity maps).
 local function accumulate(acc, d)
   local frames, edges, nodes = check(d)
   local F, E, N = acc.data.frames, acc.data.edges, acc.data.nodes
   local fmap = {}
+  -- Memory per frame (the frame's own columns, or its nodes summed), kept aside: the result has
+  -- frame memory columns only when a profile had them, and then they hold every profile's.
+  local fmem = frame_memory(frames, nodes)
+  if has_memory(frames) then acc.frame_columns = true end
   for i = 1, frames.n do
     local id = frame_id(frames, i)
     local j = acc.frame_ids[id]
+    local existed = j ~= nil
     if j then
       add_stats(F, j, frames, i)
     else
@@ -185,6 +346,9 @@ local function accumulate(acc, d)
         F[c][j] = frames[c][i]
       end
       copy_stats(F, j, frames, i)
+    end
+    if fmem then
+      acc.fmem[j] = existed and acc.fmem[j] and M.add_memory(acc.fmem[j], fmem[i]) or fmem[i]
     end
     fmap[i] = j
   end
@@ -213,6 +377,7 @@ local function accumulate(acc, d)
     local parent = nmap[p]
     local id = parent .. ">" .. frame
     local j = acc.node_ids[id]
+    local existed = j ~= nil
     if j then
       add_stats(N, j, nodes, i)
     else
@@ -222,7 +387,35 @@ local function accumulate(acc, d)
       N.parent[j], N.frame[j] = parent, frame
       copy_stats(N, j, nodes, i)
     end
+    merge_memory(N, j, nodes, i, existed)
     nmap[i] = j
+  end
+  if type(d.lines) == "table" then
+    local lines = section(d, "lines", M.LINE_COLUMNS)
+    local L = acc.data.lines
+    if not L then
+      L = new_section(M.LINE_COLUMNS)
+      acc.data.lines = L
+    end
+    for i = 1, lines.n do
+      local frame = fmap[index(lines.frame[i], frames.n, "line frame")]
+      local id = frame .. ":" .. line_text(lines.line[i])
+      local j = acc.line_ids[id]
+      if j then
+        L.hits[j] = L.hits[j] + lines.hits[i]
+        L.time[j] = L.time[j] + lines.time[i]
+      else
+        j = L.n + 1
+        L.n = j
+        acc.line_ids[id] = j
+        L.frame[j], L.line[j], L.hits[j], L.time[j] = frame, lines.line[i], lines.hits[i], lines.time[i]
+      end
+    end
+  end
+  -- The allocator snapshot is the state of one process: the first profile's that has one.
+  if not acc.allocator and has_allocator(d) then
+    acc.allocator = true
+    for _, g in ipairs(MEM_GROUPS) do acc.data[g] = copy_group(d[g], MEM_GROUP_COLUMNS[g]) end
   end
   if acc.meta == nil then
     acc.meta = {}
@@ -234,15 +427,25 @@ end
 
 --- A new data table equal to the sum of the profiles a, b, ...: frames merged by identity
 --- (C functions by name, others by file, line and name), edges by their two frames, tree
---- nodes by their path.  The inputs are not changed.
+--- nodes by their path, line records by frame and line; memory summed (smallest and largest
+--- sizes kept); the allocator snapshot is the first one's that has one.  The inputs are not
+--- changed.
 function M.merge(a, b, ...)
   local acc = {
     data = { frames = new_section(M.FRAME_COLUMNS), edges = new_section(M.EDGE_COLUMNS),
              nodes = new_section(M.NODE_COLUMNS) },
-    frame_ids = {}, edge_ids = {}, node_ids = {}, meta = nil,
+    frame_ids = {}, edge_ids = {}, node_ids = {}, line_ids = {}, meta = nil,
+    fmem = {}, frame_columns = false,
   }
   local all = { n = select("#", ...) + 2, a, b, ... }
   for i = 1, all.n do accumulate(acc, all[i]) end
+  if acc.frame_columns then
+    local F = acc.data.frames
+    for _, c in ipairs(MEM_COLS) do
+      F[c] = {}
+      for j = 1, F.n do F[c][j] = acc.fmem[j] and acc.fmem[j][c] or 0 end
+    end
+  end
   acc.data.meta = acc.meta
   return acc.data
 end
@@ -275,7 +478,12 @@ local function rows_of_stats(st)
     if what == "C" then name = strip_brackets(name) end
     rows[i] = { file = key[1], line = key[2], name = name, what = what,
                 lastline = st.lastline and st.lastline[key],
-                pcalls = r[1], ncalls = r[2], tottime = r[3], cumtime = r[4], callers = {} }
+                pcalls = r[1], ncalls = r[2], tottime = r[3], cumtime = r[4], callers = {},
+                lines = st.lines and st.lines[key] }
+    local m = st.mem and st.mem[key]
+    if m then
+      for _, c in ipairs(MEM_COLS) do rows[i][c] = m[c] end
+    end
   end
   for i, key in ipairs(st.order) do
     local cl = {}
@@ -298,7 +506,9 @@ end
 --- Data from a Stats object (cprof.stats) or a getstats() table.  There is no call tree in
 --- either, so the data has zero nodes.  Callers that are not functions of the Stats are left
 --- out (a dump's edges join two frames); profile.py's call-count edges (pstats files) become
---- edges with that many calls, all primitive, and zero times.
+--- edges with that many calls, all primitive, and zero times.  Memory per function goes into
+--- the frames' memory columns, line records into `lines`, and a Stats' allocator snapshot into
+--- the mem_* groups and meta keys.
 function M.from_stats(s)
   if type(s) ~= "table" then fail("from_stats needs a Stats or a getstats() table") end
   local rows, meta
@@ -318,7 +528,11 @@ function M.from_stats(s)
     command = "", start_time = 0, total_time = 0, pid = 0, host = "",
     tree_cap = 0, tree_folded = 0, dropped = s.dropped or 0,
   }
-  if type(meta) == "table" then for k, v in pairs(meta) do m[k] = v end end
+  if type(meta) == "table" then
+    for k, v in pairs(meta) do
+      if type(k) ~= "string" or k:sub(1, 4) ~= "mem_" then m[k] = v end
+    end
+  end
   d.meta = m
   local F, E = d.frames, d.edges
   for i, e in ipairs(rows) do
@@ -332,6 +546,32 @@ function M.from_stats(s)
     F.tottime[i], F.cumtime[i] = e.tottime or 0, e.cumtime or 0
     F.n = i
   end
+  local memory = false
+  for _, e in ipairs(rows) do
+    if e.alloc_count ~= nil then memory = true end
+  end
+  if memory then
+    for _, c in ipairs(MEM_COLS) do
+      F[c] = {}
+      for i, e in ipairs(rows) do F[c][i] = e[c] or 0 end
+    end
+  end
+  for i, e in ipairs(rows) do
+    if type(e.lines) == "table" then
+      local L = d.lines or new_section(M.LINE_COLUMNS)
+      d.lines = L
+      local nums = {}
+      for line in pairs(e.lines) do nums[#nums + 1] = line end
+      table.sort(nums)
+      for _, line in ipairs(nums) do
+        local r = e.lines[line]
+        local j = L.n + 1
+        L.n = j
+        L.frame[j], L.line[j], L.hits[j], L.time[j] = i, line, r.hits or 0, r.time or 0
+      end
+    end
+  end
+  if type(s.allocator) == "table" then M.set_allocator(d, s.allocator) end
   for i, e in ipairs(rows) do
     local idx = {}
     for ci in pairs(e.callers or {}) do idx[#idx + 1] = ci end
@@ -346,6 +586,100 @@ function M.from_stats(s)
       E.tottime[j], E.cumtime[j] = ed.tottime or 0, ed.cumtime or 0
     end
   end
+  return d
+end
+
+---------------------------------------------------------------------------
+-- The allocator snapshot
+---------------------------------------------------------------------------
+
+-- Row i of a group as a table of the given columns (a missing value: 0, or "" for names).
+local function row_of(g, i, cols)
+  local r = {}
+  for _, c in ipairs(cols) do
+    local col = g[c]
+    local v = type(col) == "table" and col[i] or nil
+    if v == nil then v = (c == "name" or c == "type" or c == "source") and "" or 0 end
+    r[c] = v
+  end
+  return r
+end
+
+local function group_rows(d, name, cols)
+  local g = d[name]
+  local out = {}
+  if type(g) ~= "table" then return out end
+  local n = g.n
+  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then
+    fail("'%s.n' must be a count, not %s", name, tostring(n))
+  end
+  for i = 1, n do out[i] = row_of(g, i, cols) end
+  return out
+end
+
+--- The allocator snapshot of data d (a dump taken with cprof's allocator installed), in the
+--- shape cprof.memory.stats() returns: the totals (from the meta keys mem_*), caches (with
+--- total = objects * objsize and alloc = live * objsize), types, and arenas (with their
+--- free_lists).  nil when d has none.
+function M.allocator(d)
+  if type(d) ~= "table" or not has_allocator(d) then return nil end
+  local meta = type(d.meta) == "table" and d.meta or {}
+  local s = {}
+  for _, k in ipairs(M.MEM_TOTALS) do
+    local v = meta["mem_" .. k]
+    s[k] = type(v) == "number" and v or 0
+  end
+  if type(meta.mem_limit) == "number" then s.limit = meta.mem_limit end
+  s.caches = group_rows(d, "mem_caches", M.MEM_CACHE_COLUMNS)
+  for _, c in ipairs(s.caches) do
+    c.total, c.alloc = c.objects * c.objsize, c.live * c.objsize
+  end
+  s.types = group_rows(d, "mem_types", M.MEM_TYPE_COLUMNS)
+  s.arenas = group_rows(d, "mem_arenas", M.MEM_ARENA_COLUMNS)
+  for _, a in ipairs(s.arenas) do a.free_lists = {} end
+  for _, f in ipairs(group_rows(d, "mem_free_lists", M.MEM_FREE_LIST_COLUMNS)) do
+    local a = s.arenas[f.arena]
+    if not a then fail("mem_free_lists: arena %s is not an arena index", tostring(f.arena)) end
+    a.free_lists[f.list] = (a.free_lists[f.list] or 0) + f.segs
+  end
+  return s
+end
+
+--- Stores the allocator snapshot `s` (what cprof.memory.stats() returns) in data d: the totals
+--- as meta keys mem_<name> (mem_limit only when there is a limit) and the groups mem_caches,
+--- mem_types, mem_arenas and mem_free_lists.  Returns d.
+function M.set_allocator(d, s)
+  if type(s) ~= "table" then fail("set_allocator needs a table of allocator statistics") end
+  d.meta = d.meta or {}
+  for _, k in ipairs(M.MEM_TOTALS) do d.meta["mem_" .. k] = s[k] or 0 end
+  d.meta.mem_limit = s.limit
+  local function group(rows, cols)
+    local g = new_section(cols)
+    for i, r in ipairs(rows or {}) do
+      for _, c in ipairs(cols) do
+        local v = r[c]
+        if v == nil then v = (c == "name" or c == "type" or c == "source") and "" or 0 end
+        g[c][i] = v
+      end
+      g.n = i
+    end
+    return g
+  end
+  d.mem_caches = group(s.caches, M.MEM_CACHE_COLUMNS)
+  d.mem_types = group(s.types, M.MEM_TYPE_COLUMNS)
+  d.mem_arenas = group(s.arenas, M.MEM_ARENA_COLUMNS)
+  local fl = new_section(M.MEM_FREE_LIST_COLUMNS)
+  for i, a in ipairs(s.arenas or {}) do
+    local lists = {}
+    for list in pairs(a.free_lists or {}) do lists[#lists + 1] = list end
+    table.sort(lists)
+    for _, list in ipairs(lists) do
+      local j = fl.n + 1
+      fl.n = j
+      fl.arena[j], fl.list[j], fl.segs[j] = i, list, a.free_lists[list]
+    end
+  end
+  d.mem_free_lists = fl
   return d
 end
 

@@ -19,6 +19,7 @@ cprof.memory = require "cprof.memory"
 local methods = core.methods
 
 local bias_mod = require "cprof.bias"
+local data_mod = require "cprof.data"
 
 --- The bias (seconds per event) of profiles made without a `bias` option, as Python's
 --- profile.Profile.bias; 0 until set (Profile:calibrate measures one).
@@ -120,14 +121,17 @@ local function host_name()
   return ""
 end
 
---- The profile's data (p:snapshot()) with the meta of this process filled in: the command
---- line, the process id and the host name.
+--- The profile's data (p:snapshot(): with its line records when it has line events) with the
+--- meta of this process filled in: the command line, the process id and the host name; and,
+--- when cprof's allocator is installed in this state, the allocator snapshot (memory.stats()
+--- now: groups mem_caches, mem_types, mem_arenas, mem_free_lists and meta keys mem_*).
 function methods:dump_data()
   local d = self:snapshot()
   local meta = d.meta
   meta.command = cprof.command_line()
   meta.pid = process_id()
   meta.host = host_name()
+  if cprof.memory.installed() then data_mod.set_allocator(d, cprof.memory.stats()) end
   return d
 end
 

@@ -215,7 +215,9 @@ M.DOCUMENT_ORDER = {
   "files", "total_calls", "primitive_calls", "total_time", "order", "functions",
   "restrictions", "restriction", "from", "to", "invalid", "rows",
   "file", "line", "name", "what", "stdname", "ncalls", "pcalls", "tottime",
-  "percall_tottime", "cumtime", "percall_cumtime", "callers", "callees",
+  "percall_tottime", "cumtime", "percall_cumtime",
+  "alloc_count", "alloc_bytes", "free_count", "free_bytes", "live_bytes", "min_size", "max_size",
+  "lines", "hits", "time", "callers", "callees", "allocator",
 }
 
 local function edges_out(edges)
@@ -245,6 +247,16 @@ function M.stats_document(st, opts, ...)
       percall_tottime = r.percall_tot == nil and M.null or r.percall_tot,
       percall_cumtime = r.percall_cum == nil and M.null or r.percall_cum,
     }
+    if r.alloc_count ~= nil then
+      for _, k in ipairs({ "alloc_count", "alloc_bytes", "free_count", "free_bytes", "live_bytes",
+                           "min_size", "max_size" }) do
+        row[k] = r[k]
+      end
+    end
+    if r.lines then
+      row.lines = M.array()
+      for j, l in ipairs(r.lines) do row.lines[j] = { line = l.line, hits = l.hits, time = l.time } end
+    end
     if r.callers then row.callers = edges_out(r.callers) end
     if r.callees then row.callees = edges_out(r.callees) end
     rows[i] = row
@@ -262,7 +274,39 @@ function M.stats_document(st, opts, ...)
     functions = t.functions,
     restrictions = restrictions,
     rows = rows,
+    allocator = st.allocator and M.allocator_document(st.allocator) or nil,
   }
+end
+
+--- The allocator snapshot (what cprof.memory.stats() returns) as a JSON-ready table: the
+--- same fields, with caches, types and arenas as arrays and each arena's free_lists as an
+--- array of { list, segs } (list i: free segments of sizes in [2^i, 2^(i+1))).
+function M.allocator_document(s)
+  local doc = {}
+  for k, v in pairs(s) do
+    if type(v) ~= "table" then doc[k] = v end
+  end
+  for _, g in ipairs({ "caches", "types", "arenas" }) do
+    local list = M.array()
+    for i, r in ipairs(s[g] or {}) do
+      local row = {}
+      for k, v in pairs(r) do
+        if k == "free_lists" then
+          local idx = {}
+          for l in pairs(v) do idx[#idx + 1] = l end
+          table.sort(idx)
+          local fl = M.array()
+          for j, l in ipairs(idx) do fl[j] = { list = l, segs = v[l] } end
+          row.free_lists = fl
+        else
+          row[k] = v
+        end
+      end
+      list[i] = row
+    end
+    doc[g] = list
+  end
+  return doc
 end
 
 --- The JSON text cprof-stats --json prints (with a final newline).

@@ -212,10 +212,12 @@ function memory.waste(stream, s)
            pct(s.metadata, s.requested)))
 end
 
---- report([stream]): everything above, from one reading of the statistics.
-function memory.report(stream)
+--- report([stream], [stats]): everything above, from one reading of the statistics: `stats`
+--- (what stats() returned, now or earlier: a dump's allocator snapshot, see cprof.data.allocator)
+--- or, without it, a new reading of this state's allocator.
+function memory.report(stream, s)
   local w = out(stream)
-  local s = C.stats()
+  s = s or C.stats()
   w("== kmemstat\n")
   memory.kmemstat(stream, s)
   w("\n== free\n")

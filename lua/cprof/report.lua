@@ -31,7 +31,10 @@ local function apply(st, method, arg)
   return st[method](st, arg)
 end
 
-local VIEWS = { stats = "print_stats", callers = "print_callers", callees = "print_callees" }
+local VIEWS = { stats = "print_stats", callers = "print_callers", callees = "print_callees",
+                lines = "print_lines", memory = "print_memory", allocator = "print_allocator" }
+-- Views that take no restrictions.
+local WHOLE = { allocator = true }
 
 --- report.prepare(st, opts): what report.show does before printing: opts.stream, opts.strip_dirs,
 --- opts.sort (default cumulative; false for insertion order) and opts.reverse.  Returns st.
@@ -50,17 +53,20 @@ end
 --- (stream replaces st.stream when given), it takes:
 ---   opts.strip_dirs: strip the directories from file names first (st:strip_dirs()).
 ---   opts.reverse:    reverse the sorted order (st:reverse_order()).
----   opts.views:      a list of "stats", "callers" and "callees", printed in that order with
----                    the same restrictions; default { "stats" }.
+---   opts.views:      a list of "stats", "callers", "callees", "lines" (print_lines),
+---                    "memory" (print_memory) and "allocator" (print_allocator), printed in
+---                    the order given, each with the same restrictions (the allocator report
+---                    takes none); default { "stats" }.
 function report.show(st, opts)
   opts = opts or {}
   report.prepare(st, opts)
   for _, view in ipairs(opts.views or { "stats" }) do
     local method = VIEWS[view]
     if not method then
-      error(("cprof.report: unknown view '%s' (stats, callers or callees)"):format(tostring(view)), 2)
+      error(("cprof.report: unknown view '%s' (stats, callers, callees, lines, memory or"
+        .. " allocator)"):format(tostring(view)), 2)
     end
-    if opts.limit == nil then st[method](st) else apply(st, method, opts.limit) end
+    if opts.limit == nil or WHOLE[view] then st[method](st) else apply(st, method, opts.limit) end
   end
   return st
 end

@@ -15,12 +15,22 @@
 -- Insertion order (pstats' dict order) is kept in `self.order`; with a getstats()
 -- table as input it is the order of the `entries` array.
 --
--- Sources: getstats() tables, data tables (Profile:snapshot(), cprof.load; converted by
--- cprof.data.to_stats), file names (cprof dumps, read with cprof.core.read_dump, or Python
--- pstats files, read with cprof.marshal; the first bytes tell which), objects with
--- getstats(), and other Stats.  Several sources are added as pstats' add does.  Reports:
--- print_stats, print_callers, print_callees; strip_dirs and dump_stats as in pstats.
--- An edge from a profile.py pstats file is a call count instead of a { nc, cc, tt, ct } table.
+-- Sources: getstats() tables, data tables (Profile:snapshot(), cprof.load; the bias is
+-- subtracted with cprof.bias, then converted by cprof.data.to_stats), file names (cprof dumps,
+-- read with cprof.core.read_dump, or Python pstats files, read with cprof.marshal; the first
+-- bytes tell which), objects with getstats(), and other Stats.  Several sources are added as
+-- pstats' add does.  Reports: print_stats, print_callers, print_callees; strip_dirs and
+-- dump_stats as in pstats.  An edge from a profile.py pstats file is a call count instead of a
+-- { nc, cc, tt, ct } table.
+--
+-- cprof's own data rides along when the sources have it:
+--
+--   lines[key] = { [line] = { hits = n, time = seconds } }     -- line events
+--   mem[key]   = { alloc_count, alloc_bytes, free_count, free_bytes, min_size, max_size }
+--   allocator  = what cprof.memory.stats() returned when the dump was written
+--
+-- reported by print_lines (line_profiler's layout), print_memory and print_allocator, and
+-- sorted by with the memory sort keys (alloc, allocs, live).
 --
 -- Works on Lua 5.4 and LuaJIT/Lua 5.1.
 
@@ -38,6 +48,7 @@ local sformat, sfind, ssub, sbyte, srep, sgsub, smatch =
 local floor, huge = math.floor, math.huge
 local unpack = table.unpack or unpack
 local data_mod = require("cprof.data")
+local bias_mod = require("cprof.bias")
 local mtype = math.type       -- nil on LuaJIT / Lua 5.1
 local concat = table.concat
 
@@ -243,9 +254,12 @@ end
 -- Sort keys
 ---------------------------------------------------------------------------
 
--- Row fields compared by the sort: cc, nc, tt, ct, file, line, name, std.
+-- Row fields compared by the sort: cc, nc, tt, ct, file, line, name, std, and the memory
+-- fields ab (allocated bytes), ac (allocation count), lb (live bytes).
 -- Each definition: key, list of {field, direction}, description.  Same
--- description == same meaning.
+-- description == same meaning.  The first 13 are pstats' keys, in pstats' order; the memory
+-- keys (cprof's own) follow.
+local NPSTATS_KEYS = 13
 local SORT_DEFS = {
   { "calls",      { { "nc", -1 } },                             "call count" },
   { "ncalls",     { { "nc", -1 } },                             "call count" },
@@ -260,6 +274,11 @@ local SORT_DEFS = {
   { "stdname",    { { "std", 1 } },                             "standard name" },
   { "time",       { { "tt", -1 } },                             "internal time" },
   { "tottime",    { { "tt", -1 } },                             "internal time" },
+  { "alloc",       { { "ab", -1 } },                            "allocated bytes" },
+  { "alloc_bytes", { { "ab", -1 } },                            "allocated bytes" },
+  { "alloc_count", { { "ac", -1 } },                            "allocation count" },
+  { "allocs",      { { "ac", -1 } },                            "allocation count" },
+  { "live",        { { "lb", -1 } },                            "live bytes" },
 }
 local SORT_BY_NAME = {}
 for _, d in ipairs(SORT_DEFS) do SORT_BY_NAME[d[1]] = d end
@@ -271,12 +290,16 @@ M.LEGACY_SORT = { [-1] = "stdname", [0] = "calls", [1] = "time", [2] = "cumulati
 M.SortKey = {
   CALLS = "calls", CUMULATIVE = "cumulative", FILENAME = "filename", LINE = "line",
   NAME = "name", NFL = "nfl", PCALLS = "pcalls", STDNAME = "stdname", TIME = "time",
+  ALLOC = "alloc", ALLOCS = "allocs", LIVE = "live",
 }
 
---- The sort keys in pstats' order: array of { key = ..., description = ... }.
-function M.sort_keys()
+--- The sort keys in pstats' order: array of { key = ..., description = ... }.  With `all`,
+--- cprof's memory keys follow pstats' 13.
+function M.sort_keys(all)
   local out = {}
-  for i, d in ipairs(SORT_DEFS) do out[i] = { key = d[1], description = d[3] } end
+  for i, d in ipairs(SORT_DEFS) do
+    if i <= NPSTATS_KEYS or all then out[i] = { key = d[1], description = d[3] } end
+  end
   return out
 end
 
@@ -284,12 +307,31 @@ local function valid_keys_text()
   local names = {}
   for i, d in ipairs(SORT_DEFS) do names[i] = d[1] end
   return "valid keys: " .. concat(names, ", ")
-    .. " (or any prefix that is unambiguous in meaning, e.g. 'cum', 'tot';"
+    .. " (or any prefix that is unambiguous in meaning, e.g. 'cum', 'tot', 'alloc_c';"
     .. " or one legacy integer -1, 0, 1, 2)"
+end
+
+-- The definitions of SORT_DEFS[from..to] that `word` is a prefix of, and their meanings.
+local function prefixed(word, from, to)
+  local found, meanings, seen = {}, {}, {}
+  for i = from, to do
+    local def = SORT_DEFS[i]
+    if ssub(def[1], 1, #word) == word then
+      found[#found + 1] = def
+      if not seen[def[3]] then
+        seen[def[3]] = true
+        meanings[#meanings + 1] = def[3]
+      end
+    end
+  end
+  return found, meanings
 end
 
 --- Resolve one sort argument (full key, abbreviation, or SortKey value).
 --- Returns the definition { key, tuple, description }, or nil and a message.
+--- A prefix of one of pstats' keys means what it means among them (so 'l' stays line, as in
+--- pstats, although 'live' starts with it too); other prefixes are looked up among cprof's
+--- memory keys.  Either way it must be unambiguous in meaning.
 function M.resolve_sort_key(word)
   if type(word) == "number" then
     return nil, sformat("cprof.stats: unknown sort key %s (legacy integer keys are accepted only"
@@ -301,16 +343,8 @@ function M.resolve_sort_key(word)
   end
   local d = SORT_BY_NAME[word]
   if d then return d end
-  local found, meanings, seen = {}, {}, {}
-  for _, def in ipairs(SORT_DEFS) do
-    if ssub(def[1], 1, #word) == word then
-      found[#found + 1] = def
-      if not seen[def[3]] then
-        seen[def[3]] = true
-        meanings[#meanings + 1] = def[3]
-      end
-    end
-  end
+  local found, meanings = prefixed(word, 1, NPSTATS_KEYS)
+  if #found == 0 then found, meanings = prefixed(word, NPSTATS_KEYS + 1, #SORT_DEFS) end
   if #found == 0 then
     return nil, sformat("cprof.stats: unknown sort key %s; %s", py_repr(word), valid_keys_text())
   end
@@ -451,6 +485,62 @@ function Stats:_put(key, rec, what, lastline)
   if lastline and not self.lastline[key] then self.lastline[key] = lastline end
 end
 
+-- Adds line records { [line] = { hits, time } } and a memory record to a function's own
+-- (either may be nil): line records are summed by line, memory by data.add_memory.
+function Stats:_put_extra(key, lines, mem)
+  if lines then
+    local mine = self.lines[key]
+    if not mine then
+      mine = {}
+      self.lines[key] = mine
+    end
+    for line, r in pairs(lines) do
+      local old = mine[line]
+      if old then
+        mine[line] = { hits = old.hits + r.hits, time = old.time + r.time }
+      else
+        mine[line] = { hits = r.hits, time = r.time }
+      end
+    end
+  end
+  if mem then
+    self.memory = true
+    local old = self.mem[key]
+    if old then
+      self.mem[key] = data_mod.add_memory(old, mem)
+    else
+      local m = {}
+      for _, c in ipairs(data_mod.MEMORY_COLUMNS) do m[c] = mem[c] end
+      self.mem[key] = m
+    end
+  end
+end
+
+-- The line records of a getstats() entry, checked: { [line] = { hits, time } }, or nil.
+local function entry_lines(e, where)
+  if e.lines == nil then return nil end
+  if type(e.lines) ~= "table" then
+    error(sformat("cprof.stats: %s: 'lines' must be a table", where), 0)
+  end
+  local out = {}
+  for line, r in pairs(e.lines) do
+    local w = where .. ", line " .. tostring(line)
+    check_number(line, "line", w)
+    if type(r) ~= "table" then error(sformat("cprof.stats: %s is not a table", w), 0) end
+    out[norm_line(line)] = { hits = check_number(r.hits or 0, "hits", w),
+                             time = check_number(r.time or 0, "time", w) }
+  end
+  return out
+end
+
+-- The memory record of a getstats() entry, checked, or nil when it has none.
+local function entry_memory(e, where)
+  if e.alloc_count == nil then return nil end
+  local m = {}
+  for _, c in ipairs(data_mod.MEMORY_COLUMNS) do m[c] = check_number(e[c] or 0, c, where) end
+  return m
+end
+
 -- Keep the meta of a loaded profile (the first one's, summed as data.merge_meta does).
 function Stats:_add_meta(meta)
   if type(meta) ~= "table" then return end
@@ -514,8 +604,18 @@ function Stats:_load_getstats(data)
     if what ~= "C" and what ~= "main" and what ~= "Lua" then what = nil end
     local lastline = type(e.lastline) == "number" and e.lastline or nil
     self:_put(keys[i], { cc, nc, tt, ct, callers }, what, lastline)
+    self:_put_extra(keys[i], entry_lines(e, where), entry_memory(e, where))
   end
   self:_add_meta(data.meta)
+end
+
+-- A data table (snapshot, dump): the bias subtracted (once: cprof.bias knows when it was),
+-- then its functions, and its allocator snapshot when this Stats has none yet.
+function Stats:_load_data(d)
+  local ok, applied = pcall(bias_mod.apply, d)
+  -- Malformed data: cprof.data.to_stats says what is wrong with it.
+  self:_load_getstats(data_mod.to_stats(ok and applied or d))
+  if self.allocator == nil then self.allocator = data_mod.allocator(d) end
 end
 
 function Stats:_load_stats(other)
@@ -524,7 +624,10 @@ function Stats:_load_stats(other)
     local callers = {}
     for k, e in pairs(r[5]) do callers[k] = copy_edge(e) end
     self:_put(key, { r[1], r[2], r[3], r[4], callers }, other.what[key], other.lastline[key])
+    self:_put_extra(key, other.lines[key], other.mem[key])
   end
+  if other.memory then self.memory = true end
+  if self.allocator == nil then self.allocator = other.allocator end
   for _, f in ipairs(other.files) do self.files[#self.files + 1] = f end
   self.timer, self.unit = other.timer, other.unit
   self:_add_meta(other.meta)
@@ -588,7 +691,7 @@ function Stats:_load_file(path)
   else
     local ok, d = pcall(require("cprof.core").read_dump, path)
     if not ok then error(d, 0) end
-    self:_load_getstats(data_mod.to_stats(d))
+    self:_load_data(d)
   end
   self.files[#self.files + 1] = M.file_line(path)
 end
@@ -610,7 +713,7 @@ function Stats:load_stats(data)
     return self
   end
   if type(data) == "table" and data.frames ~= nil then
-    self:_load_getstats(data_mod.to_stats(data))
+    self:_load_data(data)
     return self
   end
   local ok, getstats = pcall(function() return data.getstats end)
@@ -674,6 +777,10 @@ function Stats.new(...)
     order = {},          -- keys in insertion order
     what = {},           -- key -> "Lua" | "main" | "C" (when known)
     lastline = {},       -- key -> last line defined (when known)
+    lines = {},          -- key -> { [line] = { hits, time } } (profiles with line events)
+    mem = {},            -- key -> memory record (profiles with memory; data.MEMORY_COLUMNS)
+    memory = false,      -- some source had memory
+    allocator = nil,     -- the allocator snapshot of the first source that has one
     meta = nil,          -- the dump's meta (data tables and files), summed over sources
     files = {},          -- "<ctime>    <path>" lines (Stats loaded from files)
     fcn_list = false,    -- sorted keys, or false for "Random listing order"
@@ -697,12 +804,20 @@ M.new = Stats.new
 function Stats:add(...)
   local n = select("#", ...)
   local items = { ... }
+  local allocator = self.allocator
   for i = n, 1, -1 do
     local item = items[i]
     if getmetatable(item) ~= Stats then item = Stats.new(item) end
+    items[i] = item
     self:_load_stats_keep_unit(item)
     self.fcn_list = false
     self.all_callees = nil
+  end
+  -- The allocator snapshot: this Stats' own, else that of the first source (in the order
+  -- given) that has one.
+  self.allocator = allocator
+  for i = 1, n do
+    if self.allocator == nil then self.allocator = items[i].allocator end
   end
   self:get_top_level_stats()
   return self
@@ -757,10 +872,13 @@ function Stats:sort_stats(...)
   local rows = {}
   for i, key in ipairs(self.order) do
     local r = self.stats[key]
+    local m = self.mem[key]
     rows[i] = {
       cc = r[1], nc = r[2], tt = r[3], ct = r[4],
       file = key[1], line = key[2], name = key[3],
       std = func_std_string(key), key = key,
+      ab = m and m.alloc_bytes or 0, ac = m and m.alloc_count or 0,
+      lb = m and m.alloc_bytes - m.free_bytes or 0,
     }
   end
   local lt = make_lt()
@@ -1019,6 +1137,211 @@ function Stats:_print_warnings(out)
                 " were counted in their caller's node\n\n",
                 int_str(meta.tree_cap or 0), int_str(meta.tree_folded)))
   end
+  if type(meta.bias_clamped) == "number" and meta.bias_clamped > 0 then
+    out(sformat("   cprof: %s times went below zero after subtracting the bias (%s s per event)" ..
+                " and were shown as 0\n\n",
+                int_str(meta.bias_clamped), sformat("%.3g", type(meta.bias) == "number" and meta.bias or 0)))
+  end
+end
+
+---------------------------------------------------------------------------
+-- print_lines: line_profiler's report
+---------------------------------------------------------------------------
+
+--- True when some function has line records (a profile made with lines = true).
+function Stats:has_lines()
+  return next(self.lines) ~= nil
+end
+
+--- The unit of the line report's Time columns: the timer's seconds per tick (1e-6 when the
+--- sources did not say).
+function Stats:line_unit()
+  local unit = self.unit
+  if type(unit) ~= "number" or not (unit > 0) or unit == huge then unit = 1e-6 end
+  return unit
+end
+
+-- The lines of a source file ("\n" or "\r\n" endings), or nil when it cannot be read.
+local function source_lines(file)
+  if type(file) ~= "string" or file == "" or ssub(file, 1, 1) == "[" then return nil end
+  local f = io.open(file, "rb")
+  if not f then return nil end
+  local ok, text = pcall(f.read, f, "*a")
+  f:close()
+  if not ok or type(text) ~= "string" then return nil end
+  local lines = {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = (sgsub(line, "\r$", "")) end
+  if ssub(text, -1) == "\n" then lines[#lines] = nil end
+  return lines
+end
+
+-- line_profiler's default column widths (show_func), and its number formats.
+local LINE_COLS = { line = 6, hits = 9, time = 12, perhit = 8, percent = 8 }
+
+local function pyfmt_g(fmt, x)
+  if is_nan(x) then return "nan" end
+  if x == huge then return "inf" end
+  if x == -huge then return "-inf" end
+  return sformat(fmt, x)
+end
+
+-- One function of print_lines, as line_profiler's show_func prints it.
+function Stats:_print_function_lines(key, lines, unit, sources, out)
+  local nums = {}
+  for line in pairs(lines) do nums[#nums + 1] = line end
+  table.sort(nums)
+  local total = 0
+  for _, line in ipairs(nums) do total = total + lines[line].time end
+  local first, last = key[2], self.lastline[key]
+  if type(first) ~= "number" or first < 1 or nums[1] < first then first = nums[1] end
+  if type(last) ~= "number" or last < first then last = nums[#nums] end
+  if nums[#nums] > last then last = nums[#nums] end
+
+  local file = key[1]
+  if sources[file] == nil then sources[file] = source_lines(file) or false end
+  local src = sources[file]
+
+  out(sformat("Total time: %s s\n", pyfmt_g("%g", total)))
+  out("File: " .. tostring(file) .. "\n")
+  out("Function: " .. tostring(key[3]) .. " at line " .. int_str(key[2]) .. "\n")
+
+  local display, wide = {}, { hits = LINE_COLS.hits, time = LINE_COLS.time, perhit = LINE_COLS.perhit }
+  for _, line in ipairs(nums) do
+    local r = lines[line]
+    local ticks = r.time / unit
+    local percent = total == 0 and "" or pyfmt_g("%5.1f", 100 * r.time / total)
+    local time = pyfmt_g("%5.1f", ticks)
+    if #time > LINE_COLS.time then time = pyfmt_g("%5.1g", ticks) end
+    local perhit = ""
+    if r.hits ~= 0 then
+      perhit = pyfmt_g("%5.1f", ticks / r.hits)
+      if #perhit > LINE_COLS.perhit then perhit = pyfmt_g("%5.1g", ticks / r.hits) end
+    end
+    local hits = int_str(r.hits)
+    if #hits > LINE_COLS.hits then hits = pyfmt_g("%g", r.hits) end
+    display[line] = { hits, time, perhit, percent }
+    if #hits > wide.hits then wide.hits = #hits end
+    if #time > wide.time then wide.time = #time end
+    if #perhit > wide.perhit then wide.perhit = #perhit end
+  end
+  local function row(a, b, c, d, e, text)
+    return M.rjust(a, LINE_COLS.line) .. " " .. M.rjust(b, wide.hits) .. " " .. M.rjust(c, wide.time)
+      .. " " .. M.rjust(d, wide.perhit) .. " " .. M.rjust(e, LINE_COLS.percent) .. "  " .. text
+  end
+  local header = row("Line #", "Hits", "Time", "Per Hit", "% Time", "Line Contents")
+  out("\n" .. header .. "\n" .. srep("=", #header) .. "\n")
+  for line = first, last do
+    local d = display[line] or { "", "", "", "" }
+    out(row(int_str(line), d[1], d[2], d[3], d[4], src and src[line] or "") .. "\n")
+  end
+  out("\n")
+end
+
+--- print_lines(...restrictions): for each function with line records, its source lines with
+--- hits, time, time per hit and share of the function's time, as line_profiler prints them
+--- (Time in units of the timer, given on the "Timer unit:" line).  The functions are those
+--- print_stats(...) would print, in the same order.  Returns self.
+function Stats:print_lines(...)
+  local buf, out = new_out()
+  if not self:has_lines() then
+    out("   cprof: the profile has no line events (make it with cprof.Profile{lines = true}, or" ..
+        " CPROF_LINES=1 with cprof.auto)\n\n")
+    self:_flush(buf)
+    return self
+  end
+  local unit = self:line_unit()
+  out(sformat("Timer unit: %s s\n\n", pyfmt_g("%g", unit)))
+  local _, list = self:get_print_list({ n = select("#", ...), ... })
+  local sources = {}
+  for _, key in ipairs(list) do
+    local lines = self.lines[key]
+    if lines and next(lines) ~= nil then self:_print_function_lines(key, lines, unit, sources, out) end
+  end
+  self:_flush(buf)
+  return self
+end
+
+---------------------------------------------------------------------------
+-- print_memory, print_allocator
+---------------------------------------------------------------------------
+
+--- True when some function has memory numbers (a profile made with cprof's allocator).
+function Stats:has_memory()
+  return self.memory == true
+end
+
+local NO_MEMORY = {}
+for _, c in ipairs(data_mod.MEMORY_COLUMNS) do NO_MEMORY[c] = 0 end
+
+--- The header of the memory table (without newline).
+function M.memory_title_line()
+  return M.rjust("allocs", 9) .. " " .. M.rjust("bytes", 12) .. " " .. M.rjust("frees", 9) .. " "
+    .. M.rjust("live bytes", 12) .. " " .. M.rjust("min", 8) .. " " .. M.rjust("max", 8) .. " "
+    .. "filename:lineno(function)"
+end
+
+--- One row of the memory table (without newline): allocations, bytes allocated, frees, bytes
+--- still live, the smallest and largest allocation (blank without allocations), the name.
+local function memory_line(key, m)
+  local sizes = m.alloc_count == 0
+  return M.rjust(int_str(m.alloc_count), 9) .. " " .. M.rjust(int_str(m.alloc_bytes), 12) .. " "
+    .. M.rjust(int_str(m.free_count), 9) .. " " .. M.rjust(int_str(m.alloc_bytes - m.free_bytes), 12)
+    .. " " .. (sizes and srep(" ", 8) or M.rjust(int_str(m.min_size), 8))
+    .. " " .. (sizes and srep(" ", 8) or M.rjust(int_str(m.max_size), 8))
+    .. " " .. func_std_string(key)
+end
+M.memory_line = memory_line
+
+--- print_memory(...restrictions): the memory charged to each function (cprof's allocator):
+--- allocations, bytes, frees, live bytes, smallest and largest allocation, in print_stats'
+--- layout (file lines, totals, order, restrictions, header, rows), sorted by the current sort.
+--- Returns self.
+function Stats:print_memory(...)
+  local buf, out = new_out()
+  if not self:has_memory() then
+    out("   cprof: the profile has no memory numbers (make it with cprof's allocator installed:" ..
+        " cprof.memory.install(), or CPROF_MEMORY=1 with cprof.auto)\n\n")
+    self:_flush(buf)
+    return self
+  end
+  for _, f in ipairs(self.files) do out(f .. "\n") end
+  if #self.files > 0 then out("\n") end
+  local t = NO_MEMORY
+  for _, key in ipairs(self.order) do t = data_mod.add_memory(t, self.mem[key] or NO_MEMORY) end
+  out(sformat("         %s allocations of %s bytes, %s frees of %s bytes, %s bytes live\n\n",
+    int_str(t.alloc_count), int_str(t.alloc_bytes), int_str(t.free_count), int_str(t.free_bytes),
+    int_str(t.alloc_bytes - t.free_bytes)))
+  local _, list, msg = self:get_print_list({ n = select("#", ...), ... })
+  if #list > 0 then
+    out(msg .. "\n")
+    out(M.memory_title_line() .. "\n")
+    for _, f in ipairs(list) do out(memory_line(f, self.mem[f] or NO_MEMORY) .. "\n") end
+    out("\n\n")
+  end
+  local meta = self.meta or {}
+  if type(meta.memory_lost) == "number" and meta.memory_lost > 0 then
+    out(sformat("   cprof: %s allocations were charged to no function (memory ran out while" ..
+                " profiling)\n\n", int_str(meta.memory_lost)))
+  end
+  self:_flush(buf)
+  return self
+end
+
+--- print_allocator(): the allocator snapshot of the profile (cprof.memory.stats() when the dump
+--- was written) as cprof.memory.report prints it: kmemstat, free, Lua types, waste,
+--- arena_stats, slab_stats.  Returns self, or prints one line when there is none.
+function Stats:print_allocator()
+  local buf, out = new_out()
+  if self.allocator == nil then
+    out("   cprof: the profile has no allocator snapshot (dumps written with cprof's allocator" ..
+        " installed have one)\n\n")
+  else
+    require("cprof.memory").report({ write = function(_, ...)
+      for i = 1, select("#", ...) do out((select(i, ...))) end
+    end }, self.allocator)
+  end
+  self:_flush(buf)
+  return self
 end
 
 ---------------------------------------------------------------------------
@@ -1161,7 +1484,9 @@ M.strip_path = strip_path
 --- one of them).  The sort order is lost (re-sort).  Returns self.
 function Stats:strip_dirs()
   local old, old_order, old_what, old_last = self.stats, self.order, self.what, self.lastline
+  local old_lines, old_mem = self.lines, self.mem
   self.stats, self.order, self.what, self.lastline = {}, {}, {}, {}
+  self.lines, self.mem = {}, {}
   local function strip(key) return M.func_key(strip_path(key[1]), key[2], key[3]) end
   for _, key in ipairs(old_order) do
     local r = old[key]
@@ -1172,6 +1497,7 @@ function Stats:strip_dirs()
       if callers[nk] then callers[nk] = add_edge(callers[nk], edge) else callers[nk] = edge end
     end
     self:_put(strip(key), { r[1], r[2], r[3], r[4], callers }, old_what[key], old_last[key])
+    self:_put_extra(strip(key), old_lines[key], old_mem[key])
   end
   self.fcn_list = false
   self.all_callees = nil
@@ -1201,7 +1527,7 @@ function Stats:_row(key)
   if what == "C" and key[1] == "~" and ssub(name, 1, 1) == "<" and ssub(name, -1) == ">" then
     name = ssub(name, 2, -2)
   end
-  return {
+  local row = {
     key = key,
     file = file, line = line, name = name, what = what,
     ncalls = nc, pcalls = cc, tottime = tt, cumtime = ct,
@@ -1209,9 +1535,25 @@ function Stats:_row(key)
     percall_cum = cc ~= 0 and ct / cc or nil,
     stdname = func_std_string(key),
   }
+  if self.memory then
+    local m = self.mem[key] or NO_MEMORY
+    for _, c in ipairs(data_mod.MEMORY_COLUMNS) do row[c] = m[c] end
+    row.live_bytes = m.alloc_bytes - m.free_bytes
+  end
+  local lines = self.lines[key]
+  if lines then
+    local nums = {}
+    for l in pairs(lines) do nums[#nums + 1] = l end
+    table.sort(nums)
+    row.lines = {}
+    for i, l in ipairs(nums) do row.lines[i] = { line = l, hits = lines[l].hits, time = lines[l].time } end
+  end
+  return row
 end
 
---- Rows in the current order (sorted, or insertion order).
+--- Rows in the current order (sorted, or insertion order).  With memory, rows also have
+--- alloc_count, alloc_bytes, free_count, free_bytes, live_bytes, min_size and max_size; a
+--- function with line records has `lines`, a list of { line, hits, time } by line.
 function Stats:entries()
   local list = (self.fcn_list and #self.fcn_list > 0) and self.fcn_list or self.order
   local rows = {}
