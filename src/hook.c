@@ -223,10 +223,11 @@ static void on_return(Stack *st, lua_Debug *ar, cprof_ticks now) {
 
 /* Keeps the hook's own time off the profile's clock. Reading the clock a second time per event
    would double the cost of the clock, the largest part of cprof's, so where the timer allows
-   it (P->measure_every > 1) most events are charged the running average of their kind's
-   measured durations; every slow event and every measure_every-th event is measured. */
+   it (P->measure_every > 1, a power of two) most events are charged the running average of
+   their kind's measured durations; every slow event and every measure_every-th event is
+   measured. */
 static void stop_clock(Profiler *P, cprof_ticks in, int kind, int slow) {
-  if (slow || P->events++ % P->measure_every == 0 || P->events < 256) {
+  if (slow || (P->events++ & (P->measure_every - 1)) == 0 || P->events < 256) {
     cprof_ticks d = P->timer.read(P->timer.ud) - in;
     P->hook_ticks += (double)d;
     if (!slow) P->hook_estimate[kind] += ((double)d - P->hook_estimate[kind]) / 8;
@@ -238,6 +239,7 @@ static void stop_clock(Profiler *P, cprof_ticks in, int kind, int slow) {
 static void hook(lua_State *L, lua_Debug *ar) {
   Stack *st;
   Profiler *P;
+  cprof_ticks in = -1;  /* when the hook started, once read */
   if (L == last_L) {
     st = last_st;
     P = st->P;
@@ -247,6 +249,8 @@ static void hook(lua_State *L, lua_Debug *ar) {
       stray(L, ar);
       return;
     }
+    /* Finding a thread's stack is cprof's work: the clock stops before it. */
+    if (!P->reading) in = P->timer.read(P->timer.ud);
     P->in_hook = 1;
     st = thread_stack(P, L, ar);
     P->in_hook = 0;
@@ -263,7 +267,7 @@ static void hook(lua_State *L, lua_Debug *ar) {
     P->dropped++;
   } else if (event == LUA_HOOKCALL || event == LUA_HOOKRET ||
              (event == LUA_HOOKLINE && P->lines)) {
-    cprof_ticks in = P->timer.read(P->timer.ud);
+    if (in < 0) in = P->timer.read(P->timer.ud);
     cprof_ticks now = in - (cprof_ticks)P->hook_ticks;
     /* An estimate larger than the hook really took would turn the clock back: it never runs
        backwards, the excess is given back instead. */
