@@ -1,54 +1,78 @@
 -- bench/overhead.lua -- how much does cprof slow a program down?
 --
 --   make bench
---   eval "$(make -s env)"; lua5.4 bench/overhead.lua [--reps=3] [--target=0.5]
---                                                   [--budget=48] [--only=fib,coro]
+--   eval "$(make -s env)"; lua5.4 bench/overhead.lua [--quick] [--reps=3] [--target=0.5]
+--        [--budget=56] [--slow-budget=16] [--only=fib,coro] [--timers=tsc,cpu]
+--        [--callgrind-n=20] [--no-callgrind]
 --   lua5.4 bench/overhead.lua --check   (verify the call counts, then exit)
 --
--- Every workload is timed in three modes, interleaved (base, empty, cprof,
--- base, empty, cprof, ...) so that drift in machine speed hits all modes alike:
+-- Every workload is timed in these modes, interleaved (base, empty, cprof
+-- with each timer, then again in a rotated order, ...) so that drift in
+-- machine speed hits all modes alike:
 --
 --   base   no hook at all
 --   empty  emptyhook.set(): a C call/return hook whose body does nothing,
 --          i.e. the floor that every lua_sethook-based profiler pays
---   cprof  cprof.Profile():enable() ... :disable()
+--   <timer> cprof.Profile{timer = <timer>}:enable() ... :disable(), for each
+--          built-in timer (tsc where invariant, monotonic, cpu, thread)
+--
+-- Timers whose reading is a system call (cpu, thread: ~0.5 us per read, two
+-- reads per event) would make a full-size run last minutes, so they run as a
+-- second group at a smaller size, with their own base and empty runs.
 --
 -- The medians are reported with the ratios empty/base, cprof/base and
--- cprof/empty (the part of the overhead that is cprof's own work), and the
--- extra cost per call.  See bench/README.md.  Plain Lua 5.1 syntax, so the
--- same file runs under LuaJIT.
+-- cprof/empty (the part of the overhead that is cprof's own work), the
+-- extra cost per call, and whether the goal holds: with the default timer,
+-- cprof/base <= 2 x empty/base on every workload.  Then valgrind's
+-- instruction counts for a small fib run, a figure free of timing noise.
+-- See bench/README.md.  Plain Lua 5.1 syntax, so the same file runs under
+-- LuaJIT.
 
-local opts = { reps = 3, target = 0.5, budget = 48, only = nil }
+local script_dir = arg and arg[0] and string.match(arg[0], "^(.*)[/\\]") or "."
+local W = assert(loadfile(script_dir .. "/lib/workloads.lua"))(script_dir)
+local median = W.median
+
+local GOAL = 2.0           -- cprof/base <= GOAL * empty/base with the default timer
+local SLOW_READ_NS = 150   -- timers slower than this per read run in the small-size group
+local ALL_TIMERS = { "tsc", "monotonic", "cpu", "thread" }
+local CALLGRIND_REPS = 3   -- processes per mode and size; the median count is used
+
+local defaults = { reps = 3, target = 0.5, budget = 56, ["slow-budget"] = 16,
+                   ["callgrind-n"] = 20 }
+local quick = { reps = 3, target = 0.1, budget = 8, ["slow-budget"] = 3,
+                ["callgrind-n"] = 16 }
 
 local function usage(msg)
   if msg then io.stderr:write("overhead.lua: ", msg, "\n") end
-  io.stderr:write("usage: lua bench/overhead.lua [--reps=N] [--target=SECONDS]"
-                  .. " [--budget=SECONDS] [--only=fib,methods,strings,coro]"
-                  .. " [--check]\n")
+  io.stderr:write([[
+usage: lua bench/overhead.lua [options]
+  --quick            small sizes and budgets (~15 s instead of ~90 s)
+  --reps=N           timed runs per workload and mode, median reported (3)
+  --target=SECONDS   size each workload so the unprofiled run takes this (0.5)
+  --budget=SECONDS   rough limit for the timed runs with fast timers (56)
+  --slow-budget=S    the same for the system-call timers cpu and thread (16)
+  --only=a,b         workloads: fib,methods,strings,coro (all)
+  --timers=a,b       cprof timers: tsc,monotonic,cpu,thread (all available)
+  --callgrind-n=N    fib(N) for the instruction counts (20)
+  --no-callgrind     skip the instruction counts
+  --check            count call events with a debug hook, compare, exit
+]])
   os.exit(msg and 2 or 0)
 end
 
-for _, a in ipairs(arg or {}) do
-  local k, v = string.match(a, "^%-%-(%w+)=(.*)$")
-  if a == "--help" or a == "-h" then
-    usage()
-  elseif a == "--check" then
-    opts.check = true
-  elseif k == "reps" or k == "target" or k == "budget" then
-    opts[k] = tonumber(v) or usage("bad value for --" .. k .. ": " .. v)
-  elseif k == "only" then
-    opts.only = {}
-    for name in string.gmatch(v, "[^,%s]+") do opts.only[name] = true end
-  else
-    usage("unknown argument " .. a)
-  end
-end
+local given = W.parse_args(arg, {
+  reps = "number", target = "number", budget = "number", ["slow-budget"] = "number",
+  ["callgrind-n"] = "number", only = "set", timers = "set", check = "flag", quick = "flag",
+  ["no-callgrind"] = "flag",
+}, {}, usage)
+local opts = {}
+for k, v in pairs(given.quick and quick or defaults) do opts[k] = v end
+for k, v in pairs(given) do opts[k] = v end
 opts.reps = math.max(1, math.floor(opts.reps))
-
-local script_dir = arg and arg[0] and string.match(arg[0], "^(.*)[/\\]") or "."
+opts["callgrind-n"] = math.max(2, math.floor(opts["callgrind-n"]))
 
 ---------------------------------------------------------------------------
--- Modules and clocks
+-- Modules, clocks and timers
 ---------------------------------------------------------------------------
 
 local function first_line(err)
@@ -66,166 +90,62 @@ elseif not have_cprof then
 end
 
 local cpu_clock = os.clock
-local wall_clock = have_eh and emptyhook.monotonic or nil
 local jit = rawget(_G, "jit")
 
----------------------------------------------------------------------------
--- Workloads
---
--- make(size) returns a function that does the work and returns a checksum
--- (compared across modes).  calls(size) is the number of call events the
--- run produces (Lua and C functions), used for the per-call columns.
--- resize(size, f) gives a size that should take about f times as long.
----------------------------------------------------------------------------
-
-local function resize_linear(size, f)
-  return math.max(1, math.floor(size * f + 0.5))
+-- A wall clock: emptyhook's CLOCK_MONOTONIC, else a cprof profile's monotonic timer.
+local wall_clock, wall_name
+if have_eh then
+  wall_clock, wall_name = emptyhook.monotonic, "CLOCK_MONOTONIC (emptyhook.monotonic)"
+elseif have_cprof then
+  local ok, p = pcall(cprof.Profile, { timer = "monotonic" })
+  if ok then
+    wall_clock = function() return p:now() end
+    wall_name = "CLOCK_MONOTONIC (cprof monotonic timer)"
+  end
 end
 
--- (a) recursive fib from examples/fib.lua
-CPROF_FIB_NO_MAIN = true
-dofile(script_dir .. "/../examples/fib.lua")
-local fib = fib
-
-local PHI = (1 + math.sqrt(5)) / 2
-
-local function fib_value(n)
-  local a, b = 0, 1
-  for _ = 1, n do a, b = b, a + b end
-  return a
+-- The cost of one reading of a timer, through p:now(), minus a plain C call.
+local function read_cost(p)
+  local now, n = p.now, 200000
+  local c0 = cpu_clock()
+  for _ = 1, n do now(p) end
+  local c1 = cpu_clock()
+  for _ = 1, n do rawequal(p, p) end
+  local c2 = cpu_clock()
+  return math.max(0, ((c1 - c0) - (c2 - c1)) / n)
 end
 
--- (b) method calls on objects with metatables, with an inherited __index chain
-local Vec = {}
-Vec.__index = Vec
-
-function Vec.new(x, y)
-  return setmetatable({ x = x, y = y }, Vec)
-end
-
-function Vec:add(o)
-  self.x = self.x + o.x
-  self.y = self.y + o.y
-  return self
-end
-
-function Vec:dot(o)
-  return self.x * o.x + self.y * o.y
-end
-
-local Particle = setmetatable({}, { __index = Vec })
-Particle.__index = Particle
-
-function Particle.new(x, y, vx, vy)
-  local p = setmetatable({ x = x, y = y }, Particle)
-  p.v = Vec.new(vx, vy)
-  return p
-end
-
-function Particle:step()
-  self:add(self.v)                  -- inherited from Vec
-  return self:dot(self.v) * 1e-6    -- inherited from Vec
-end
-
-local NPARTICLES = 64
-
--- (d) producer/consumer coroutine pair
-local cocreate, coresume, coyield, cowrap =
-  coroutine.create, coroutine.resume, coroutine.yield, coroutine.wrap
-
-local workloads = {
-  {
-    name = "fib",
-    what = "recursive fib(N) from examples/fib.lua",
-    size = 20,
-    label = function(n) return "fib(" .. n .. ")" end,
-    resize = function(n, f)
-      return math.max(10, n + math.floor(math.log(f) / math.log(PHI) + 0.5))
-    end,
-    calls = function(n) return 2 * fib_value(n + 1) - 1 end,
-    make = function(n) return function() return fib(n) end end,
-  },
-  {
-    name = "methods",
-    what = "obj:method() calls through metatables (3 calls/step)",
-    size = 10000,
-    label = function(n) return n .. " steps" end,
-    resize = resize_linear,
-    calls = function(n) return 3 * n + 4 * NPARTICLES end,
-    make = function(n)
-      return function()
-        local ps = {}
-        for i = 1, NPARTICLES do
-          ps[i] = Particle.new(i, -i, i % 7 - 3, i % 5 - 2)
-        end
-        local acc = 0
-        for i = 1, n do
-          acc = acc + ps[i % NPARTICLES + 1]:step()
-        end
-        return acc
+-- timers[i] = { name, default = bool, read = seconds, slow = bool }
+local timers, timer_notes, default_timer = {}, {}, nil
+if have_cprof then
+  default_timer = cprof.Profile():getstats().timer
+  for _, name in ipairs(ALL_TIMERS) do
+    if not opts.timers or opts.timers[name] then
+      local ok, p = pcall(cprof.Profile, { timer = name })
+      if ok then
+        local cost = median({ read_cost(p), read_cost(p), read_cost(p) })
+        timers[#timers + 1] = { name = name, default = name == default_timer,
+                                read = cost, slow = cost * 1e9 > SLOW_READ_NS }
+      else
+        timer_notes[#timer_notes + 1] = name .. ": " .. first_line(p)
       end
-    end,
-  },
-  {
-    name = "strings",
-    what = "string building, 2 C calls per 32 concatenations",
-    size = 1000,
-    label = function(n) return n .. " lines" end,
-    resize = resize_linear,
-    calls = function(n) return 2 * n end,
-    make = function(n)
-      local concat, rep = table.concat, string.rep
-      return function()
-        local parts, total = {}, 0
-        for i = 1, n do
-          for j = 1, 32 do
-            parts[j] = "key" .. j .. "=" .. (i + j)
-          end
-          local line = concat(parts, ";")
-          total = total + #line + #rep("-", 16 + i % 48)
-        end
-        return total
-      end
-    end,
-  },
-  {
-    name = "coro",
-    what = "producer/consumer coroutine pair (4 C calls/item)",
-    size = 10000,
-    label = function(n) return n .. " items" end,
-    resize = resize_linear,
-    -- create + wrap, n+1 resumes, n calls of the consumer, both coroutine
-    -- bodies starting once, n yields in each
-    calls = function(n) return 4 * n + 5 end,
-    make = function(n)
-      return function()
-        local producer = cocreate(function()
-          for i = 1, n do coyield(i) end
-        end)
-        local total = 0
-        local consumer = cowrap(function(item)
-          while true do
-            total = total + item % 97
-            item = coyield()
-          end
-        end)
-        while true do
-          local _, item = coresume(producer)
-          if item == nil then break end
-          consumer(item)
-        end
-        return total
-      end
-    end,
-  },
-}
+    end
+  end
+  if opts.timers then
+    for name in pairs(opts.timers) do
+      local known = false
+      for _, t in ipairs(ALL_TIMERS) do known = known or t == name end
+      if not known then usage("unknown timer " .. name) end
+    end
+  end
+end
 
 ---------------------------------------------------------------------------
 -- Measuring
 ---------------------------------------------------------------------------
 
-local MODES = { "base", "empty", "cprof" }
-local available = { base = true, empty = have_eh, cprof = have_cprof }
+local available = { base = true, empty = have_eh }
+for _, t in ipairs(timers) do available[t.name] = true end
 
 -- Run fn once in the given mode; returns cpu seconds, wall seconds (or nil)
 -- and fn's result.  Setup and teardown of the hook are outside the timing.
@@ -233,11 +153,11 @@ local function measure(mode, fn)
   collectgarbage("collect")
   if jit then jit.flush() end      -- no traces compiled before the hook was set
   local prof
-  if mode == "cprof" then
-    prof = cprof.Profile()
-    prof:enable()
-  elseif mode == "empty" then
+  if mode == "empty" then
     emptyhook.set()
+  elseif mode ~= "base" then
+    prof = cprof.Profile({ timer = mode })
+    prof:enable()
   end
   local w0 = wall_clock and wall_clock()
   local c0 = cpu_clock()
@@ -252,32 +172,20 @@ local function measure(mode, fn)
   return c1 - c0, w1 and (w1 - w0), result
 end
 
-local function median(list)
-  if #list == 0 then return nil end
-  local s = {}
-  for i, v in ipairs(list) do s[i] = v end
-  table.sort(s)
-  local m = math.floor((#s + 1) / 2)
-  if #s % 2 == 1 then return s[m] end
-  return (s[m] + s[m + 1]) / 2
+local function base_time(fn)
+  return (measure("base", fn))
 end
 
--- Grow the workload until the base run takes about opts.target seconds.
--- Returns the size, its base time, and a smaller size/time pair to probe.
-local function calibrate(w)
-  local size = w.size
-  local t = measure("base", w.make(size))
-  local probe_size, probe_t = size, t
-  while t < opts.target do
-    local f = opts.target / math.max(t, 1e-4)
-    f = math.min(math.max(1.1 * f, 1.2), 20)
-    local next_size = w.resize(size, f)
-    if next_size <= size then next_size = size + 1 end
-    size = next_size
-    t = measure("base", w.make(size))
-    if t <= opts.target / 4 then probe_size, probe_t = size, t end
+-- Two groups of modes, each sized and budgeted on its own: the fast timers
+-- at the calibrated size, the system-call timers at a smaller one.
+local groups = {}
+do
+  local fast, slow = { "base", "empty" }, { "base", "empty" }
+  for _, t in ipairs(timers) do table.insert(t.slow and slow or fast, t.name) end
+  groups[1] = { name = "fast", modes = fast, budget = opts.budget, probe = 1 / 4 }
+  if #slow > 2 then
+    groups[2] = { name = "slow", modes = slow, budget = opts["slow-budget"], probe = 1 / 64 }
   end
-  return size, t, probe_size, probe_t
 end
 
 local function fmt_time(t)
@@ -311,42 +219,58 @@ end
 print("cprof overhead benchmark (bench/overhead.lua)")
 print("Lua:       " .. version_string())
 if have_cprof then
-  print("cprof:     loaded" .. (cprof._VERSION and (" " .. tostring(cprof._VERSION)) or ""))
+  print("cprof:     loaded" .. (cprof._VERSION and (" " .. tostring(cprof._VERSION)) or "")
+        .. ", default timer " .. tostring(default_timer))
 else
   print("cprof:     NOT AVAILABLE - require \"cprof\" failed: " .. cprof)
   print("           (build it and set the paths: make && eval \"$(make -s env)\");"
-        .. " cprof columns show '-'")
+        .. " no cprof rows")
 end
 if have_eh then
   print("emptyhook: loaded")
 else
   print("emptyhook: NOT AVAILABLE - require \"emptyhook\" failed: " .. emptyhook)
   print("           (make bench builds build/<lua>/emptyhook.so; it must be on"
-        .. " LUA_CPATH); empty columns and wall times show '-'")
+        .. " LUA_CPATH); empty columns show '-'")
 end
-print(string.format("method:    median of %d interleaved runs per mode, budget ~%g s; cpu = os.clock(),"
-      .. " wall = %s", opts.reps, opts.budget,
-      wall_clock and "CLOCK_MONOTONIC (emptyhook.monotonic)" or "n/a"))
+if #timers > 0 then
+  local parts = {}
+  for _, t in ipairs(timers) do
+    parts[#parts + 1] = string.format("%s%s %.0f ns", t.name, t.default and "*" or "",
+                                      t.read * 1e9)
+  end
+  print("timers:    " .. table.concat(parts, ", ") .. " per read (* default; p:now()"
+        .. " minus a C call)")
+end
+for _, note in ipairs(timer_notes) do print("           not available: " .. note) end
+print(string.format("method:    median of %d interleaved runs per mode; cpu = os.clock(),"
+      .. " wall = %s", opts.reps, wall_name or "n/a"))
+print(string.format("           budget ~%g s for base/empty/fast timers, ~%g s for the"
+      .. " slow timers (run at smaller sizes)", opts.budget, opts["slow-budget"]))
 if jit then
   print("           jit.flush() before every run: hooked runs mostly execute interpreted")
 end
 print("")
+io.stdout:flush()
 
-local started = cpu_clock()
-local selected = {}
-for _, w in ipairs(workloads) do
-  if not opts.only or opts.only[w.name] then selected[#selected + 1] = w end
-end
+local started_cpu, started_wall = cpu_clock(), wall_clock and wall_clock()
+local selected = W.select(opts.only)
 if #selected == 0 then usage("--only selects no workload") end
 
 -- --check: count the call events of a small run with a debug hook and
 -- compare them with the formula behind the "calls" column.
-local function count_calls(fn)
+local function count_raw(fn)
   local count = 0
   debug.sethook(function() count = count + 1 end, "c")
   fn()
   debug.sethook()
-  return count - 2          -- the calls of fn itself and of debug.sethook
+  return count
+end
+
+-- Less the events of an empty function's run: its own call and those of
+-- debug.sethook (two when cprof, once loaded, wraps it).
+local function count_calls(fn)
+  return count_raw(fn) - count_raw(function() end)
 end
 
 if opts.check then
@@ -368,25 +292,19 @@ if opts.check then
   os.exit(bad == 0 and 0 or 1)
 end
 
--- Each workload gets an equal share of the time budget.  It is calibrated
--- (base run ~opts.target seconds), the hooked modes are probed once at a
--- smaller size to predict its cost, and it is shrunk if the prediction
--- exceeds its share.  If the first real round still shows the prediction was
--- far off (this happens with LuaJIT), it is shrunk once more and restarted.
-local share = opts.budget / #selected
 local notes = {}
 
 local function disable_mode(mode, err)
   debug.sethook()               -- remove whatever hook the failed run left
   available[mode] = false
-  print(string.format("%-10s DISABLED - %s run failed: %s",
-                      mode == "cprof" and "cprof:" or "emptyhook:", mode,
-                      first_line(err)))
+  print(string.format("%-10s DISABLED - %s run failed: %s", mode == "empty" and "emptyhook:"
+                      or "cprof:", mode, first_line(err)))
 end
 
-local function probe_factor(fn, base_t)
+-- How many times the base time one round of the group's modes costs.
+local function probe_factor(g, fn, base_t)
   local factor = 1
-  for _, mode in ipairs(MODES) do
+  for _, mode in ipairs(g.modes) do
     if mode ~= "base" and available[mode] then
       local ok, t = pcall(measure, mode, fn)
       if ok then
@@ -399,10 +317,12 @@ local function probe_factor(fn, base_t)
   return factor
 end
 
--- One round: every available mode once, in order.  Returns its CPU cost.
-local function run_round(w, fn, expected)
-  local cost = 0
-  for _, mode in ipairs(MODES) do
+-- One round: every available mode of the group once, starting at mode
+-- number `first` (the order rotates from round to round).  Returns its CPU cost.
+local function run_round(w, g, r, fn, expected, first)
+  local cost, n = 0, #g.modes
+  for k = 0, n - 1 do
+    local mode = g.modes[(first + k - 1) % n + 1]
     if available[mode] then
       local ok, c, wt, result = pcall(measure, mode, fn)
       if not ok then
@@ -415,8 +335,8 @@ local function run_round(w, fn, expected)
           error(string.format("%s: %s run returned %s, expected %s", w.name,
                               mode, tostring(result), tostring(expected[1])), 0)
         end
-        table.insert(w.cpu[mode], c)
-        if wt then table.insert(w.wall[mode], wt) end
+        table.insert(r.cpu[mode], c)
+        if wt then table.insert(r.wall[mode], wt) end
         cost = cost + c
       end
     end
@@ -424,85 +344,316 @@ local function run_round(w, fn, expected)
   return cost
 end
 
+-- Each workload gets an equal share of each group's budget.  It is calibrated
+-- (base run ~opts.target seconds); each group's hooked modes are probed once
+-- at a smaller size to predict the cost, and the group's size is shrunk if
+-- the prediction exceeds its share.  If the first real round still shows the
+-- prediction was far off (this happens with LuaJIT), it is shrunk once more
+-- and restarted.
 for _, w in ipairs(selected) do
-  local size, t, probe_size, probe_t = calibrate(w)
-  local predicted = opts.reps * t * probe_factor(w.make(probe_size), probe_t)
-  if predicted > share then
-    local new_size = w.resize(size, share / predicted)
-    if new_size < size then
-      size = new_size
-      table.insert(notes, string.format("%s: predicted %.1f s > %.1f s share"
-        .. " of the budget, scaled down", w.name, predicted, share))
-    end
-  end
-
-  local retried = false
-  local round = 1
-  local expected = {}
-  w.cpu, w.wall = {}, {}
-  for _, mode in ipairs(MODES) do w.cpu[mode], w.wall[mode] = {}, {} end
-  local fn = w.make(size)
-  while round <= opts.reps do
-    local cost = run_round(w, fn, expected)
-    if round == 1 and not retried and opts.reps > 1
-       and cost * opts.reps > 1.5 * share then
-      retried = true
-      local new_size = w.resize(size, share / (cost * opts.reps))
-      if new_size < size then
-        table.insert(notes, string.format("%s: first round took %.1f s,"
-          .. " scaled down and restarted", w.name, cost))
-        size, fn, expected = new_size, w.make(new_size), {}
-        for _, mode in ipairs(MODES) do w.cpu[mode], w.wall[mode] = {}, {} end
-        round = 0
+  local size, t, samples = W.calibrate(w, base_time, opts.target)
+  w.results = {}
+  for gi, g in ipairs(groups) do
+    local share = g.budget / #selected
+    local gsize = size
+    local probe_size, probe_t = W.pick(samples, opts.target * g.probe)
+    local predicted = opts.reps * t * probe_factor(g, w.make(probe_size), probe_t)
+    if predicted > share then
+      local new_size = w.resize(size, share / predicted)
+      if new_size < gsize then
+        gsize = new_size
+        if g.name == "fast" then
+          table.insert(notes, string.format("%s: predicted %.1f s > %.1f s share"
+            .. " of the budget, scaled down", w.name, predicted, share))
+        end
       end
     end
-    round = round + 1
-  end
-  w.run_size = size
-  for _, mode in ipairs(MODES) do
-    w.cpu[mode] = median(w.cpu[mode])
-    w.wall[mode] = median(w.wall[mode])
+
+    local r = { size = gsize }
+    local function reset()
+      r.cpu, r.wall = {}, {}
+      for _, mode in ipairs(g.modes) do r.cpu[mode], r.wall[mode] = {}, {} end
+    end
+    reset()
+    local retried, round, expected = false, 1, {}
+    local fn = w.make(gsize)
+    while round <= opts.reps do
+      local cost = run_round(w, g, r, fn, expected, round)
+      if round == 1 and not retried and opts.reps > 1
+         and cost * opts.reps > 1.5 * share then
+        retried = true
+        local new_size = w.resize(gsize, share / (cost * opts.reps))
+        if new_size < gsize then
+          table.insert(notes, string.format("%s: first %s round took %.1f s,"
+            .. " scaled down and restarted", w.name, g.name, cost))
+          gsize, fn, expected = new_size, w.make(new_size), {}
+          r.size = gsize
+          reset()
+          round = 0
+        end
+      end
+      round = round + 1
+    end
+    for _, mode in ipairs(g.modes) do
+      r.cpu[mode] = median(r.cpu[mode])
+      r.wall[mode] = median(r.wall[mode])
+    end
+    w.results[gi] = r
   end
 end
 
 for _, note in ipairs(notes) do print("note:      " .. note) end
 if #notes > 0 then print("") end
 
+-- The rows of the tables: for each workload, each timer with its group's runs.
+local function rows()
+  local out = {}
+  for _, w in ipairs(selected) do
+    for gi, g in ipairs(groups) do
+      local r = w.results[gi]
+      for _, mode in ipairs(g.modes) do
+        if mode ~= "base" and mode ~= "empty" then
+          out[#out + 1] = { w = w, r = r, timer = mode }
+        end
+      end
+      if not have_cprof and gi == 1 then out[#out + 1] = { w = w, r = r } end
+    end
+  end
+  return out
+end
+
+local function timer_label(name)
+  if not name then return "-" end
+  return name .. (name == default_timer and "*" or "")
+end
+
+local function goal_met(t)
+  return t.cprof and t.base and t.empty and t.cprof / t.base <= GOAL * t.empty / t.base
+end
+
 local function print_table(title, key)
   print(title)
-  local header = string.format("%-8s %-13s %12s %8s %8s %8s %11s %11s %12s",
-    "workload", "size", "calls", "base", "empty", "cprof",
-    "empty/base", "cprof/base", "cprof/empty")
+  local fmt = "%-8s %-10s %-13s %7s %7s %7s %10s %10s %11s  %s"
+  local header = string.format(fmt, "workload", "timer", "size", "base", "empty", "cprof",
+                               "empty/base", "cprof/base", "cprof/empty", "goal")
   print(header)
   print(string.rep("-", #header))
-  for _, w in ipairs(selected) do
-    local t = w[key]
-    print(string.format("%-8s %-13s %12d %8s %8s %8s %11s %11s %12s",
-      w.name, w.label(w.run_size), w.calls(w.run_size),
-      fmt_time(t.base), fmt_time(t.empty), fmt_time(t.cprof),
+  local last
+  for _, row in ipairs(rows()) do
+    local m = row.r[key]
+    local t = { base = m.base, empty = m.empty, cprof = row.timer and m[row.timer] }
+    local goal = ""
+    if row.timer and row.timer == default_timer and t.empty then
+      goal = goal_met(t) and "met" or "NOT met"
+    end
+    print(string.format(fmt, row.w.name ~= last and row.w.name or "", timer_label(row.timer),
+      row.w.label(row.r.size), fmt_time(t.base), fmt_time(t.empty), fmt_time(t.cprof),
       fmt_ratio(t.empty, t.base), fmt_ratio(t.cprof, t.base),
-      fmt_ratio(t.cprof, t.empty)))
+      fmt_ratio(t.cprof, t.empty), goal))
+    last = row.w.name
   end
   print("")
 end
 
-print_table("CPU time (os.clock), seconds, median", "cpu")
+print_table("CPU time (os.clock), seconds, median of each mode", "cpu")
 if wall_clock then
-  print_table("Wall time (monotonic clock), seconds, median", "wall")
+  print_table("Wall time (monotonic clock), seconds, median of each mode", "wall")
 end
 
 print("Extra CPU time per call event, nanoseconds (mode minus base, divided by calls)")
-local header = string.format("%-8s %10s %10s %10s", "workload", "empty", "cprof", "cprof-empty")
-print(header)
-print(string.rep("-", #header))
-for _, w in ipairs(selected) do
-  local t, n = w.cpu, w.calls(w.run_size)
-  print(string.format("%-8s %10s %10s %10s", w.name,
-    fmt_ns(t.empty, t.base, n), fmt_ns(t.cprof, t.base, n),
-    fmt_ns(t.cprof, t.empty, n)))
+do
+  local fmt = "%-8s %-10s %10s %8s %8s %12s"
+  local header = string.format(fmt, "workload", "timer", "calls", "empty", "cprof",
+                               "cprof-empty")
+  print(header)
+  print(string.rep("-", #header))
+  local last
+  for _, row in ipairs(rows()) do
+    local t, n = row.r.cpu, row.w.calls(row.r.size)
+    local c = row.timer and t[row.timer]
+    print(string.format(fmt, row.w.name ~= last and row.w.name or "", timer_label(row.timer),
+      n, fmt_ns(t.empty, t.base, n), fmt_ns(c, t.base, n), fmt_ns(c, t.empty, n)))
+    last = row.w.name
+  end
+  print("")
 end
+
+-- The goal, judged on CPU time with the default timer (the wall-time verdict
+-- is printed next to it).
+local goal_ok = nil
+if have_cprof and have_eh and available[default_timer] then
+  goal_ok = true
+  local parts = {}
+  for _, w in ipairs(selected) do
+    local verdict = {}
+    for _, key in ipairs({ "cpu", "wall" }) do
+      local m = w.results[1][key]
+      if m.base then
+        local t = { base = m.base, empty = m.empty, cprof = m[default_timer] }
+        verdict[key] = { ok = goal_met(t), ratio = t.cprof and t.empty and t.cprof / t.empty }
+      end
+    end
+    local v = verdict.cpu
+    if v and not v.ok then goal_ok = false end
+    parts[#parts + 1] = string.format("%s %s (cprof/empty %.2fx cpu%s)", w.name,
+      v and v.ok and "met" or "NOT met", v and v.ratio or 0/0,
+      verdict.wall and verdict.wall.ratio
+        and string.format(", %.2fx wall", verdict.wall.ratio) or "")
+  end
+  print(string.format("Goal: with the default timer (%s), cprof/base <= %g x empty/base,"
+    .. " i.e. cprof/empty <= %.2fx,", default_timer, GOAL, GOAL))
+  print("      on every workload (judged on CPU time): " .. (goal_ok and "MET" or "NOT MET"))
+  for _, p in ipairs(parts) do print("        " .. p) end
+  print("")
+end
+
+---------------------------------------------------------------------------
+-- Instruction counts: valgrind --tool=callgrind
+--
+-- A child interpreter runs fib(n) in one mode, and again fib(1) in the same
+-- mode (the same setup, one call); the difference is the instructions of
+-- fib(n)'s other calls, free of interpreter start-up and of noise.
+---------------------------------------------------------------------------
+
+local function shell_quote(s)
+  return "'" .. string.gsub(s, "'", "'\\''") .. "'"
+end
+
+local function read_command(cmd)
+  local f = io.popen(cmd, "r")
+  if not f then return nil end
+  local out = f:read("*a")
+  f:close()
+  return out
+end
+
+local CHILD = [[
+local mode, n, fib_path = arg[1], tonumber(arg[2]), arg[3]
+CPROF_FIB_NO_MAIN = true
+local fib = dofile(fib_path)
+local eh = mode == "empty" and require("emptyhook")
+local p = mode == "cprof" and require("cprof").Profile()
+if p then p:enable() elseif eh then eh.set() end
+local r = fib(n)
+if p then p:disable() elseif eh then eh.clear() end
+io.write("result ", r, "\n")
+]]
+
+local function callgrind()
+  print("Instruction counts (valgrind --tool=callgrind, Ir)")
+  if opts["no-callgrind"] then
+    print("  skipped (--no-callgrind)")
+    return
+  end
+  local where = read_command("command -v valgrind 2>/dev/null") or ""
+  if not string.match(where, "%S") then
+    print("  skipped: valgrind is not installed (apt-get install valgrind)")
+    return
+  end
+  local interp = arg and arg[-1]
+  if not interp then
+    print("  skipped: the interpreter's path is unknown (arg[-1])")
+    return
+  end
+  local dir = read_command("mktemp -d 2>/dev/null")
+  dir = dir and string.match(dir, "^%s*(.-)%s*$")
+  if not dir or dir == "" then
+    print("  skipped: mktemp -d failed")
+    return
+  end
+  local function cleanup()
+    -- Only the files this function wrote: the child script and callgrind.out.<pid>.
+    os.execute("rm -f " .. shell_quote(dir) .. "/callgrind.out.* " .. shell_quote(dir)
+               .. "/child.lua; rmdir " .. shell_quote(dir) .. " 2>/dev/null")
+  end
+  local f = io.open(dir .. "/child.lua", "w")
+  if not f then
+    cleanup()
+    print("  skipped: cannot write " .. dir .. "/child.lua")
+    return
+  end
+  f:write(CHILD)
+  f:close()
+
+  local n = opts["callgrind-n"]
+  local function count(mode, size)
+    local cmd = string.format("valgrind --tool=callgrind --callgrind-out-file=%s %s %s %s %d %s 2>&1",
+      shell_quote(dir .. "/callgrind.out.%p"), shell_quote(interp), shell_quote(dir .. "/child.lua"),
+      mode, size, shell_quote(W.fib_path))
+    local out = read_command(cmd) or ""
+    local ir = tonumber(string.match(out, "Collected%s*:%s*(%d+)"))
+    if not ir then
+      -- Fall back to the summary line of the output file.
+      local files = read_command("ls " .. shell_quote(dir) .. "/callgrind.out.* 2>/dev/null") or ""
+      for file in string.gmatch(files, "[^\n]+") do
+        local h = io.open(file)
+        if h then
+          local text = h:read("*a")
+          h:close()
+          ir = tonumber(string.match(text, "\nsummary:%s*(%d+)")
+                        or string.match(text, "\ntotals:%s*(%d+)"))
+        end
+      end
+    end
+    os.execute("rm -f " .. shell_quote(dir) .. "/callgrind.out.*")
+    local ok = string.match(out, "result %d+") ~= nil
+    return ok and ir or nil, out
+  end
+
+  local modes = { "base" }
+  if have_eh then modes[#modes + 1] = "empty" end
+  if have_cprof then modes[#modes + 1] = "cprof" end
+  -- Lua 5.4 seeds its string hashes with the time and addresses, so the
+  -- counts move by a few percent from one process to the next: each count is
+  -- the median of CALLGRIND_REPS processes.
+  local res, calls = {}, W.fib_calls(n) - W.fib_calls(1)
+  for _, mode in ipairs(modes) do
+    local bigs, smalls, out = {}, {}, nil
+    for _ = 1, CALLGRIND_REPS do
+      local big, small
+      big, out = count(mode, n)
+      if big then small, out = count(mode, 1) end
+      if not (big and small) then break end
+      bigs[#bigs + 1], smalls[#smalls + 1] = big, small
+    end
+    if #bigs < CALLGRIND_REPS then
+      print(string.format("  %s run failed: %s", mode,
+        first_line(string.match(out or "", "[^\n]*[Ee]rror[^\n]*") or out or "?")))
+    else
+      local big, small = median(bigs), median(smalls)
+      res[mode] = { total = big, net = big - small }
+    end
+  end
+  cleanup()
+  print(string.format("  fib(%d) minus fib(1) in each mode: %d calls; medians of %d processes%s",
+    n, calls, CALLGRIND_REPS,
+    have_cprof and ("; cprof uses its default timer (" .. tostring(default_timer) .. ")") or ""))
+  local fmt = "  %-6s %14s %14s %12s %9s"
+  local header = string.format(fmt, "mode", "Ir (whole run)", "Ir (fib)", "Ir per call", "/base")
+  print(header)
+  print("  " .. string.rep("-", #header - 2))
+  for _, mode in ipairs(modes) do
+    local r = res[mode]
+    if r then
+      print(string.format(fmt, mode, r.total, r.net, string.format("%.1f", r.net / calls),
+        fmt_ratio(r.net, res.base and res.base.net)))
+    end
+  end
+  local b, e, c = res.base, res.empty, res.cprof
+  if b and e and c then
+    print(string.format("  empty/base %s   cprof/base %s   cprof/empty %s   extra per call:"
+      .. " empty %.0f, cprof %.0f Ir", fmt_ratio(e.net, b.net), fmt_ratio(c.net, b.net),
+      fmt_ratio(c.net, e.net), (e.net - b.net) / calls, (c.net - b.net) / calls))
+    print(string.format("  goal by instruction count (cprof/empty <= %.2fx): %s", GOAL,
+      c.net <= GOAL * e.net and "met" or "NOT met"))
+  end
+end
+
+callgrind()
 print("")
 for _, w in ipairs(selected) do
   print(string.format("  %-8s %s", w.name, w.what))
 end
-print(string.format("\ntotal CPU time %.1f s", cpu_clock() - started))
+print(string.format("\ntotal: CPU %.1f s%s", cpu_clock() - started_cpu,
+  started_wall and string.format(", wall %.1f s (plus the header's timer measurements)",
+                                 wall_clock() - started_wall) or ""))

@@ -1,0 +1,247 @@
+-- bench/lib/workloads.lua -- the workloads and helpers that bench/overhead.lua and
+-- bench/accuracy.lua share.  Not a script: `make bench` runs bench/*.lua only.
+--
+--   local W = assert(loadfile(bench_dir .. "/lib/workloads.lua"))(bench_dir)
+--   W.workloads      fib, methods, strings, coro (see below)
+--   W.median(list)   W.calibrate(w, measure, target)   W.pick(samples, limit)
+--
+-- A workload is a table:
+--   name, what      short name and a one-line description
+--   size            a small starting size (a few milliseconds)
+--   label(size)     the size for humans ("fib(35)", "1000 lines")
+--   calls(size)     call events one run produces (Lua and C functions)
+--   resize(size, f) a size that should take about f times as long
+--   make(size)      a function that does the work and returns a checksum,
+--                   the same in every mode
+--
+-- Plain Lua 5.1 syntax, so that the scripts run under LuaJIT as well.
+
+local bench_dir = ... or "."
+
+local M = {}
+
+local function resize_linear(size, f)
+  return math.max(1, math.floor(size * f + 0.5))
+end
+
+-- (a) recursive fib from examples/fib.lua
+CPROF_FIB_NO_MAIN = true
+local fib = dofile(bench_dir .. "/../examples/fib.lua")
+M.fib = fib
+M.fib_path = bench_dir .. "/../examples/fib.lua"
+
+local PHI = (1 + math.sqrt(5)) / 2
+
+local function fib_value(n)
+  local a, b = 0, 1
+  for _ = 1, n do a, b = b, a + b end
+  return a
+end
+
+--- Calls that fib(n) makes: 2*fib(n+1) - 1.
+function M.fib_calls(n)
+  return 2 * fib_value(n + 1) - 1
+end
+
+-- (b) method calls on objects with metatables, with an inherited __index chain
+local Vec = {}
+Vec.__index = Vec
+
+function Vec.new(x, y)
+  return setmetatable({ x = x, y = y }, Vec)
+end
+
+function Vec:add(o)
+  self.x = self.x + o.x
+  self.y = self.y + o.y
+  return self
+end
+
+function Vec:dot(o)
+  return self.x * o.x + self.y * o.y
+end
+
+local Particle = setmetatable({}, { __index = Vec })
+Particle.__index = Particle
+
+function Particle.new(x, y, vx, vy)
+  local p = setmetatable({ x = x, y = y }, Particle)
+  p.v = Vec.new(vx, vy)
+  return p
+end
+
+function Particle:step()
+  self:add(self.v)                  -- inherited from Vec
+  return self:dot(self.v) * 1e-6    -- inherited from Vec
+end
+
+local NPARTICLES = 64
+
+-- (d) producer/consumer coroutine pair
+local cocreate, coresume, coyield, cowrap =
+  coroutine.create, coroutine.resume, coroutine.yield, coroutine.wrap
+
+M.workloads = {
+  {
+    name = "fib",
+    what = "recursive fib(N) from examples/fib.lua",
+    size = 20,
+    label = function(n) return "fib(" .. n .. ")" end,
+    resize = function(n, f)
+      return math.max(10, n + math.floor(math.log(f) / math.log(PHI) + 0.5))
+    end,
+    calls = M.fib_calls,
+    make = function(n) return function() return fib(n) end end,
+  },
+  {
+    name = "methods",
+    what = "obj:method() calls through metatables (3 calls/step)",
+    size = 10000,
+    label = function(n) return n .. " steps" end,
+    resize = resize_linear,
+    calls = function(n) return 3 * n + 4 * NPARTICLES end,
+    make = function(n)
+      return function()
+        local ps = {}
+        for i = 1, NPARTICLES do
+          ps[i] = Particle.new(i, -i, i % 7 - 3, i % 5 - 2)
+        end
+        local acc = 0
+        for i = 1, n do
+          acc = acc + ps[i % NPARTICLES + 1]:step()
+        end
+        return acc
+      end
+    end,
+  },
+  {
+    name = "strings",
+    what = "string building, 2 C calls per 32 concatenations",
+    size = 1000,
+    label = function(n) return n .. " lines" end,
+    resize = resize_linear,
+    calls = function(n) return 2 * n end,
+    make = function(n)
+      local concat, rep = table.concat, string.rep
+      return function()
+        local parts, total = {}, 0
+        for i = 1, n do
+          for j = 1, 32 do
+            parts[j] = "key" .. j .. "=" .. (i + j)
+          end
+          local line = concat(parts, ";")
+          total = total + #line + #rep("-", 16 + i % 48)
+        end
+        return total
+      end
+    end,
+  },
+  {
+    name = "coro",
+    what = "producer/consumer coroutine pair (4 C calls/item)",
+    size = 10000,
+    label = function(n) return n .. " items" end,
+    resize = resize_linear,
+    -- create + wrap, n+1 resumes, n calls of the consumer, both coroutine
+    -- bodies starting once, n yields in each
+    calls = function(n) return 4 * n + 5 end,
+    make = function(n)
+      return function()
+        local producer = cocreate(function()
+          for i = 1, n do coyield(i) end
+        end)
+        local total = 0
+        local consumer = cowrap(function(item)
+          while true do
+            total = total + item % 97
+            item = coyield()
+          end
+        end)
+        while true do
+          local _, item = coresume(producer)
+          if item == nil then break end
+          consumer(item)
+        end
+        return total
+      end
+    end,
+  },
+}
+
+--- The workloads named in `only` (a set), all of them when it is nil.
+function M.select(only)
+  local out = {}
+  for _, w in ipairs(M.workloads) do
+    if not only or only[w.name] then out[#out + 1] = w end
+  end
+  return out
+end
+
+function M.median(list)
+  if #list == 0 then return nil end
+  local s = {}
+  for i, v in ipairs(list) do s[i] = v end
+  table.sort(s)
+  local m = math.floor((#s + 1) / 2)
+  if #s % 2 == 1 then return s[m] end
+  return (s[m] + s[m + 1]) / 2
+end
+
+--- Grows workload `w` from w.size until measure(w.make(size)) takes about
+--- `target` seconds.  Returns the size, its time, and every (size, time) pair
+--- tried, smallest first, for W.pick.
+function M.calibrate(w, measure, target)
+  local size = w.size
+  local t = measure(w.make(size))
+  local samples = { { size = size, t = t } }
+  while t < target do
+    local f = target / math.max(t, 1e-4)
+    f = math.min(math.max(1.1 * f, 1.2), 20)
+    local next_size = w.resize(size, f)
+    if next_size <= size then next_size = size + 1 end
+    size = next_size
+    t = measure(w.make(size))
+    samples[#samples + 1] = { size = size, t = t }
+  end
+  return size, t, samples
+end
+
+--- The largest sample that took at most `limit` seconds (the first if none did).
+function M.pick(samples, limit)
+  local best = samples[1]
+  for _, s in ipairs(samples) do
+    if s.t <= limit and s.size > best.size then best = s end
+  end
+  return best.size, best.t
+end
+
+--- Parses --key=value and --flag arguments against `spec` (key -> "number",
+--- "string", "set" or "flag"); calls usage(msg) on anything else.
+function M.parse_args(args, spec, opts, usage)
+  for _, a in ipairs(args or {}) do
+    local k, v = string.match(a, "^%-%-([%w-]+)=(.*)$")
+    local flag = string.match(a, "^%-%-([%w-]+)$")
+    if a == "--help" or a == "-h" then
+      usage()
+    elseif flag and spec[flag] == "flag" then
+      opts[flag] = true
+    elseif k and spec[k] == "number" then
+      opts[k] = tonumber(v) or usage("bad value for --" .. k .. ": " .. v)
+    elseif k and spec[k] == "string" then
+      opts[k] = v
+    elseif k and spec[k] == "set" then
+      local set, list = {}, {}
+      for name in string.gmatch(v, "[^,%s]+") do
+        set[name] = true
+        list[#list + 1] = name
+      end
+      opts[k] = set
+      opts[k .. "_list"] = list
+    else
+      usage("unknown argument " .. a)
+    end
+  end
+  return opts
+end
+
+return M
