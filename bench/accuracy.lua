@@ -33,9 +33,7 @@ local ALL_TIMERS = { "tsc", "monotonic", "cpu", "thread" }
 local defaults = { reps = 5, target = 0.3, budget = 50, ["slow-budget"] = 20 }
 local quick = { reps = 3, target = 0.06, budget = 8, ["slow-budget"] = 4 }
 
-local function usage(msg)
-  if msg then io.stderr:write("accuracy.lua: ", msg, "\n") end
-  io.stderr:write([[
+local usage = W.usage("accuracy.lua", [[
 usage: lua bench/accuracy.lua [options]
   --quick            small sizes and budgets (~15 s instead of ~80 s)
   --reps=N           unprofiled and profiled runs per workload, medians (5)
@@ -45,21 +43,13 @@ usage: lua bench/accuracy.lua [options]
   --only=a,b         workloads: fib,methods,strings,coro,split (all)
   --timers=a,b       timers: tsc,monotonic,cpu,thread (all available)
 ]])
-  os.exit(msg and 2 or 0)
-end
 
-local given = W.parse_args(arg, {
+local opts = W.options(arg, {
   reps = "number", target = "number", budget = "number", ["slow-budget"] = "number",
   only = "set", timers = "set", quick = "flag",
-}, {}, usage)
-local opts = {}
-for k, v in pairs(given.quick and quick or defaults) do opts[k] = v end
-for k, v in pairs(given) do opts[k] = v end
-opts.reps = math.max(1, math.floor(opts.reps))
+}, defaults, quick, usage)
 
-local function first_line(err)
-  return (string.match(tostring(err), "^[^\n]*"))
-end
+local first_line = W.first_line
 
 local ok_cprof, cprof = pcall(require, "cprof")
 if not ok_cprof or type(cprof) ~= "table" then
@@ -113,36 +103,11 @@ local SPLIT_PARTS = { { name = "arith", fn = arith }, { name = "calls", fn = cal
 -- Timers
 ---------------------------------------------------------------------------
 
-local function read_cost(p)
-  local now, n = p.now, 100000
-  local c0 = cpu_clock()
-  for _ = 1, n do now(p) end
-  local c1 = cpu_clock()
-  for _ = 1, n do rawequal(p, p) end
-  local c2 = cpu_clock()
-  return math.max(0, ((c1 - c0) - (c2 - c1)) / n)
-end
-
-local default_timer = cprof.Profile():getstats().timer
-local timers, timer_notes = {}, {}
-for _, name in ipairs(ALL_TIMERS) do
-  if not opts.timers or opts.timers[name] then
-    local ok, p = pcall(cprof.Profile, { timer = name })
-    if ok then
-      timers[#timers + 1] = { name = name, default = name == default_timer, probe = p,
-                              slow = read_cost(p) * 1e9 > SLOW_READ_NS }
-    else
-      timer_notes[#timer_notes + 1] = name .. ": " .. first_line(p)
-    end
-  end
-end
-if opts.timers then
-  for name in pairs(opts.timers) do
-    local known = false
-    for _, t in ipairs(ALL_TIMERS) do known = known or t == name end
-    if not known then usage("unknown timer " .. name) end
-  end
-end
+local timers, timer_notes, default_timer = W.timers(cprof, ALL_TIMERS, opts.timers, usage,
+  function(t, p)
+    t.probe = p
+    t.slow = W.read_cost(p, 100000) * 1e9 > SLOW_READ_NS
+  end)
 if #timers == 0 then usage("no timer to measure with") end
 
 ---------------------------------------------------------------------------

@@ -42,9 +42,7 @@ local defaults = { reps = 3, target = 0.5, budget = 56, ["slow-budget"] = 16,
 local quick = { reps = 3, target = 0.1, budget = 8, ["slow-budget"] = 3,
                 ["callgrind-n"] = 16 }
 
-local function usage(msg)
-  if msg then io.stderr:write("overhead.lua: ", msg, "\n") end
-  io.stderr:write([[
+local usage = W.usage("overhead.lua", [[
 usage: lua bench/overhead.lua [options]
   --quick            small sizes and budgets (~15 s instead of ~90 s)
   --reps=N           timed runs per workload and mode, median reported (3)
@@ -57,27 +55,19 @@ usage: lua bench/overhead.lua [options]
   --no-callgrind     skip the instruction counts
   --check            count call events with a debug hook, compare, exit
 ]])
-  os.exit(msg and 2 or 0)
-end
 
-local given = W.parse_args(arg, {
+local opts = W.options(arg, {
   reps = "number", target = "number", budget = "number", ["slow-budget"] = "number",
   ["callgrind-n"] = "number", only = "set", timers = "set", check = "flag", quick = "flag",
   ["no-callgrind"] = "flag",
-}, {}, usage)
-local opts = {}
-for k, v in pairs(given.quick and quick or defaults) do opts[k] = v end
-for k, v in pairs(given) do opts[k] = v end
-opts.reps = math.max(1, math.floor(opts.reps))
+}, defaults, quick, usage)
 opts["callgrind-n"] = math.max(2, math.floor(opts["callgrind-n"]))
 
 ---------------------------------------------------------------------------
 -- Modules, clocks and timers
 ---------------------------------------------------------------------------
 
-local function first_line(err)
-  return (string.match(tostring(err), "^[^\n]*"))
-end
+local first_line = W.first_line
 
 local have_eh, emptyhook = pcall(require, "emptyhook")
 if not have_eh then emptyhook = first_line(emptyhook) end
@@ -104,40 +94,15 @@ elseif have_cprof then
   end
 end
 
--- The cost of one reading of a timer, through p:now(), minus a plain C call.
-local function read_cost(p)
-  local now, n = p.now, 200000
-  local c0 = cpu_clock()
-  for _ = 1, n do now(p) end
-  local c1 = cpu_clock()
-  for _ = 1, n do rawequal(p, p) end
-  local c2 = cpu_clock()
-  return math.max(0, ((c1 - c0) - (c2 - c1)) / n)
-end
-
--- timers[i] = { name, default = bool, read = seconds, slow = bool }
+-- timers[i] = { name, default = bool, read = seconds, slow = bool }; read: the cost of one
+-- reading of the timer, through p:now(), minus a plain C call
 local timers, timer_notes, default_timer = {}, {}, nil
 if have_cprof then
-  default_timer = cprof.Profile():getstats().timer
-  for _, name in ipairs(ALL_TIMERS) do
-    if not opts.timers or opts.timers[name] then
-      local ok, p = pcall(cprof.Profile, { timer = name })
-      if ok then
-        local cost = median({ read_cost(p), read_cost(p), read_cost(p) })
-        timers[#timers + 1] = { name = name, default = name == default_timer,
-                                read = cost, slow = cost * 1e9 > SLOW_READ_NS }
-      else
-        timer_notes[#timer_notes + 1] = name .. ": " .. first_line(p)
-      end
-    end
-  end
-  if opts.timers then
-    for name in pairs(opts.timers) do
-      local known = false
-      for _, t in ipairs(ALL_TIMERS) do known = known or t == name end
-      if not known then usage("unknown timer " .. name) end
-    end
-  end
+  timers, timer_notes, default_timer = W.timers(cprof, ALL_TIMERS, opts.timers, usage,
+    function(t, p)
+      local cost = median({ W.read_cost(p, 200000), W.read_cost(p, 200000), W.read_cost(p, 200000) })
+      t.read, t.slow = cost, cost * 1e9 > SLOW_READ_NS
+    end)
 end
 
 ---------------------------------------------------------------------------

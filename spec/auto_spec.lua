@@ -1,36 +1,9 @@
 -- cprof.auto, run as `lua -l cprof.auto script.lua` in a child process.
-local lua = rawget(_G, "jit") and "luajit" or "lua5.4"
-
-local function tmpname()
-  local n = os.tmpname()
-  os.remove(n)
-  return n
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
-
-local function read(path)
-  local f = assert(io.open(path))
-  local s = f:read("a") or f:read("*a")
-  f:close()
-  return s
-end
+local S = require "spec.support"
 
 -- Runs the script under cprof.auto; returns stdout, stderr and the exit status.
 local function run(script, env)
-  local src, out, err = tmpname() .. ".lua", tmpname(), tmpname()
-  write(src, script)
-  local cmd = ("%s %s -l cprof.auto %s >%s 2>%s; echo $?"):format(env or "", lua, src, out, err)
-  local p = assert(io.popen(cmd))
-  local status = tonumber(p:read("*l"))
-  p:close()
-  local o, e = read(out), read(err)
-  os.remove(src) os.remove(out) os.remove(err)
-  return o, e, status, src
+  return S.run_lua(script, "-l cprof.auto", env)
 end
 
 describe("cprof.auto", function()

@@ -1,16 +1,15 @@
 -- Calibration: the cost per event no clock reading sees, measured and subtracted at report time.
 local cprof = require "cprof"
 local bias = require "cprof.bias"
+local S = require "spec.support"
 
 local function leaf() return 1 end
 local function a() leaf() end
 local function b() leaf() leaf() end
 local function root() a() b() end
 
-local function ticking()
-  local n = 0
-  return function() n = n + 1 return n end
-end
+-- One tick per reading.
+local ticking = S.ticking
 
 -- {ncalls, tottime, cumtime} of a frame of data d, by the function's line.
 local function row(d, f)

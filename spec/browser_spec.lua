@@ -5,40 +5,11 @@ local has_lpeg = pcall(require, "lpeg")
 
 local W = require "spec.pstats_writer"
 
-local function script_dir()
-  local src = debug.getinfo(1, "S").source:gsub("^@", "")
-  return src:match("^(.*)[/\\][^/\\]*$") or "."
-end
-local function absolute(p)
-  if p:sub(1, 1) == "/" then return p end
-  return (os.getenv("PWD") or ".") .. "/" .. p
-end
-local SPEC_DIR = absolute(script_dir())
-local ROOT = SPEC_DIR .. "/.."
+local S = require "spec.support"
+local q, tmpname, golden = S.q, S.tmpname, S.golden
+
+local ROOT = S.absolute(S.ROOT)
 local SCRIPT = ROOT .. "/bin/cprof-stats"
-
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function golden(name)
-  local s = read_file(SPEC_DIR .. "/../../shared/reference/pstats/golden/" .. name)
-    or read_file(SPEC_DIR .. "/golden/" .. name)
-  assert(s, "golden file not found: " .. name)
-  return s
-end
-
-local function q(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
-
-local function tmpname(suffix)
-  local n = os.tmpname()
-  os.remove(n)
-  return n .. (suffix or "")
-end
 
 local DATE = "%a%a%a %a%a%a [ %d]%d %d%d:%d%d:%d%d %d%d%d%d    "
 local function no_dates(text) return (text:gsub(DATE, "<date>    ")) end
@@ -303,29 +274,16 @@ end)
 -- cprof-stats -i through a pipe
 ---------------------------------------------------------------------------
 
-local function lua54_env()
-  if rawget(_G, "jit") then
-    local so = ROOT .. "/build/lua5.4/cprof/core.so"
-    if not read_file(so) then return nil, "build/lua5.4/cprof/core.so is not built (run make first)" end
-    return ("env -u LUA_CPATH_5_4 LUA_CPATH=%s "):format(q(ROOT .. "/build/lua5.4/?.so;;"))
-  end
-  return ""
-end
+local function lua54_env() return S.lua54_env(ROOT) end
 
 -- Runs `commands` through cprof-stats -i in directory `dir`; returns stdout, stderr, status.
 local function pipe(dir, commands, args, env)
   local prefix = assert(lua54_env())
-  local input, out, err = tmpname(), tmpname(), tmpname()
-  local f = assert(io.open(input, "wb"))
-  f:write(commands)
-  f:close()
-  local cmd = ("cd %s && %s%s lua5.4 %s -i %s <%s >%s 2>%s; echo $?"):format(q(dir), prefix,
-    env or "env -u CPROF_PROMPT", q(SCRIPT), args, q(input), q(out), q(err))
-  local p = assert(io.popen(cmd))
-  local status = tonumber(p:read("*l"))
-  p:close()
-  local o, e = read_file(out), read_file(err)
-  os.remove(input); os.remove(out); os.remove(err)
+  local input = tmpname()
+  S.write_file(input, commands)
+  local o, e, status = S.capture(("cd %s && %s%s lua5.4 %s -i %s <%s"):format(q(dir), prefix,
+    env or "env -u CPROF_PROMPT", q(SCRIPT), args, q(input)))
+  os.remove(input)
   return o, e, status
 end
 

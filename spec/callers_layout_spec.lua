@@ -5,55 +5,8 @@ local stats = require("cprof.stats")
 local report = require("cprof.report")
 local data = require("cprof.data")
 
-local function script_dir()
-  local src = debug.getinfo(1, "S").source:gsub("^@", "")
-  return src:match("^(.*)[/\\][^/\\]*$") or "."
-end
-local SPEC_DIR = script_dir()
-local SHARED_GOLDEN = SPEC_DIR .. "/../../shared/reference/pstats/golden/"
-local LOCAL_GOLDEN = SPEC_DIR .. "/golden/"
-
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function golden(name, required)
-  local s = read_file(SHARED_GOLDEN .. name) or read_file(LOCAL_GOLDEN .. name)
-  if required ~= false then assert(s, "golden file not found: " .. name) end
-  return s
-end
-
--- "========== title ==========" sections of a golden file.
-local function sections(text)
-  local out, cur = {}, nil
-  for line in text:gmatch("([^\n]*)\n") do
-    local title = line:match("^=+ (.-) =+$")
-    if title then
-      cur = {}
-      out[title] = cur
-    elseif cur then
-      cur[#cur + 1] = line .. "\n"
-    end
-  end
-  for k, v in pairs(out) do out[k] = table.concat(v) end
-  return out
-end
-
-local function collector()
-  local buf = {}
-  local s = {}
-  function s:write(...)
-    for i = 1, select("#", ...) do buf[#buf + 1] = tostring((select(i, ...))) end
-    return self
-  end
-  function s.text() return table.concat(buf) end
-  function s.count() return #buf end
-  return s
-end
+local S = require "spec.support"
+local golden, sections, collector = S.golden, S.sections, S.collector
 
 local function render(source, fn)
   local out = collector()
@@ -64,42 +17,13 @@ end
 
 ---------------------------------------------------------------------------
 -- fibdemo_det.py (fib(6) x3, 1 ms per timer read): the numbers of the raw marshal dict in
--- golden_det.txt, in the dict order CPython used.
+-- golden_det.txt, in the dict order CPython used (det_data, in spec/support.lua).
 ---------------------------------------------------------------------------
 
 local function edge(nc, cc, tt, ct) return { ncalls = nc, pcalls = cc, tottime = tt, cumtime = ct } end
 
-local WORK, FIB, MAIN, HELPER, SORTED, DISABLE, LEN = 1, 2, 3, 4, 5, 6, 7
-
-local function det_data(file)
-  local F = file or "fibdemo_det.py"
-  return {
-    timer = "fake", unit = 0.001,
-    entries = {
-      [WORK] = { file = F, line = 15, name = "work", what = "Lua", ncalls = 1, pcalls = 1,
-                 tottime = 0.007, cumtime = 0.163,
-                 callers = { [MAIN] = edge(1, 1, 0.007, 0.163) } },
-      [FIB] = { file = F, line = 7, name = "fib", what = "Lua", ncalls = 75, pcalls = 3,
-                tottime = 0.147, cumtime = 0.147,
-                callers = { [WORK] = edge(3, 3, 0.009000000000000001, 0.147),
-                            [FIB] = edge(72, 6, 0.138, 0.138) } },
-      [MAIN] = { file = F, line = 22, name = "main", what = "Lua", ncalls = 1, pcalls = 1,
-                 tottime = 0.003, cumtime = 0.167, callers = {} },
-      [HELPER] = { file = F, line = 12, name = "helper", what = "Lua", ncalls = 3, pcalls = 3,
-                   tottime = 0.006, cumtime = 0.009000000000000001,
-                   callers = { [WORK] = edge(3, 3, 0.006, 0.009000000000000001) } },
-      [SORTED] = { file = "~", line = 0, name = "built-in method builtins.sorted", what = "C",
-                   ncalls = 3, pcalls = 3, tottime = 0.003, cumtime = 0.003,
-                   callers = { [HELPER] = edge(3, 3, 0.003, 0.003) } },
-      [DISABLE] = { file = "~", line = 0, name = "method 'disable' of '_lsprof.Profiler' objects",
-                    what = "C", ncalls = 1, pcalls = 1, tottime = 0.001, cumtime = 0.001,
-                    callers = {} },
-      [LEN] = { file = "~", line = 0, name = "built-in method builtins.len", what = "C",
-                ncalls = 1, pcalls = 1, tottime = 0.001, cumtime = 0.001,
-                callers = { [MAIN] = edge(1, 1, 0.001, 0.001) } },
-    },
-  }
-end
+local WORK, FIB, SORTED = S.DET.WORK, S.DET.FIB, S.DET.SORTED
+local det_data = S.det_data
 
 -- The same profile as a columnar data table (what Profile:snapshot() and cprof.load return),
 -- with a 0-call frame that reports must skip and an edge from it.

@@ -9,46 +9,14 @@ local stats = require "cprof.stats"
 
 local string = string
 
-local function script_dir()
-  local src = debug.getinfo(1, "S").source:gsub("^@", "")
-  return src:match("^(.*)[/\\][^/\\]*$") or "."
-end
-local ROOT = script_dir() .. "/.."
+local S = require "spec.support"
+local tmpname, read, write, q = S.tmpname, S.read_file, S.write_file, S.q
+
+local ROOT = S.ROOT
 local SCRIPT = ROOT .. "/bin/cprof-stats"
 
-local function tmpname()
-  local n = os.tmpname()
-  os.remove(n)
-  return n
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function q(s)
-  return "'" .. tostring(s):gsub("'", [['\'']]) .. "'"
-end
-
 -- The environment for lua5.4 running cprof-stats ("" or "env ... "), or nil and why not.
-local function lua54_env()
-  if rawget(_G, "jit") then
-    local so = ROOT .. "/build/lua5.4/cprof/core.so"
-    if not read(so) then return nil, "build/lua5.4/cprof/core.so is not built (run make first)" end
-    return ("env -u LUA_CPATH_5_4 LUA_CPATH=%s "):format(q(ROOT .. "/build/lua5.4/?.so;;"))
-  end
-  return ""
-end
+local function lua54_env() return S.lua54_env(ROOT) end
 
 -- The command that runs cprof-stats, or nil and why not.
 local function command()
@@ -60,14 +28,7 @@ end
 -- Runs cprof-stats with `args` (a string, already quoted); returns stdout, stderr, status.
 local function cli(args, cmd)
   cmd = cmd or assert(command())
-  local out, err = tmpname(), tmpname()
-  local p = assert(io.popen(("%s %s >%s 2>%s; echo $?"):format(cmd, args, out, err)))
-  local status = tonumber(p:read("*l"))
-  p:close()
-  local o, e = read(out), read(err)
-  os.remove(out)
-  os.remove(err)
-  return o, e, status
+  return S.capture(cmd .. " " .. args)
 end
 
 local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
@@ -92,11 +53,7 @@ local function totals(st)
 end
 
 -- A collecting stream.
-local function collector()
-  local buf = {}
-  return { write = function(self, ...) for _, s in ipairs({ ... }) do buf[#buf + 1] = s end return self end,
-           text = function() return table.concat(buf) end }
-end
+local collector = S.collector
 
 describe("cprof-stats", function()
   local why

@@ -3,66 +3,19 @@ local stats = require "cprof.stats"
 local core = require "cprof.core"
 local W = require "spec.pstats_writer"
 
-local function script_dir()
-  local src = debug.getinfo(1, "S").source:gsub("^@", "")
-  return src:match("^(.*)[/\\][^/\\]*$") or "."
-end
-local function absolute(p)
-  if p:sub(1, 1) == "/" then return p end
-  return (os.getenv("PWD") or ".") .. "/" .. p
-end
-local SPEC_DIR = absolute(script_dir())
-local ROOT = SPEC_DIR .. "/.."
+local S = require "spec.support"
+local read_file, q, tmpname, collector = S.read_file, S.q, S.tmpname, S.collector
+
+local ROOT = S.absolute(S.ROOT)
 local SCRIPT = ROOT .. "/bin/cprof-stats"
-local SHARED = SPEC_DIR .. "/../../shared/reference/pstats/"
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+-- A reference file, by its absolute path.
+local function ref_path(sub, name) return S.absolute(S.ref_path(sub, name)) end
 
-local function ref_path(sub, name)
-  if read_file(SHARED .. sub .. name) then return SHARED .. sub .. name end
-  assert(read_file(SPEC_DIR .. "/golden/" .. name), "reference file not found: " .. name)
-  return SPEC_DIR .. "/golden/" .. name
-end
-
-local function q(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
-
-local function tmpname(suffix)
-  local n = os.tmpname()
-  os.remove(n)
-  return n .. (suffix or "")
-end
-
-local function lua54_env()
-  if rawget(_G, "jit") then
-    local so = ROOT .. "/build/lua5.4/cprof/core.so"
-    if not read_file(so) then return nil, "build/lua5.4/cprof/core.so is not built (run make first)" end
-    return ("env -u LUA_CPATH_5_4 LUA_CPATH=%s "):format(q(ROOT .. "/build/lua5.4/?.so;;"))
-  end
-  return ""
-end
+local function lua54_env() return S.lua54_env(ROOT) end
 
 local function cli(args)
-  local out, err = tmpname(), tmpname()
-  local p = assert(io.popen(("%slua5.4 %s %s >%s 2>%s; echo $?"):format(assert(lua54_env()),
-    q(SCRIPT), args, out, err)))
-  local status = tonumber(p:read("*l"))
-  p:close()
-  local o, e = read_file(out), read_file(err)
-  os.remove(out)
-  os.remove(err)
-  return o, e, status
-end
-
-local function collector()
-  local buf = {}
-  return { write = function(self, ...) for _, s in ipairs({ ... }) do buf[#buf + 1] = s end return self end,
-           text = function() return table.concat(buf) end }
+  return S.capture(("%slua5.4 %s %s"):format(assert(lua54_env()), q(SCRIPT), args))
 end
 
 -- Every number of every function and edge of two Stats, compared exactly.

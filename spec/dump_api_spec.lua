@@ -9,27 +9,8 @@ local stats = require "cprof.stats"
 -- a profile would show: the profiled code below uses locals only.
 local string, table = string, table
 
-local lua = rawget(_G, "jit") and "luajit" or "lua5.4"
-
-local function tmpname()
-  local n = os.tmpname()
-  os.remove(n)
-  return n
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function read(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local S = require "spec.support"
+local tmpname, write = S.tmpname, S.write_file
 
 local function exists(path)
   local f = io.open(path, "rb")
@@ -275,14 +256,7 @@ end)
 
 -- cprof.auto with CPROF_OUT, in a child process.
 local function run(script, env)
-  local src, out, err = tmpname() .. ".lua", tmpname(), tmpname()
-  write(src, script)
-  local cmd = ("%s %s -l cprof.auto %s >%s 2>%s; echo $?"):format(env or "", lua, src, out, err)
-  local p = assert(io.popen(cmd))
-  local status = tonumber(p:read("*l"))
-  p:close()
-  local o, e = read(out), read(err)
-  os.remove(src) os.remove(out) os.remove(err)
+  local o, e, status = S.run_lua(script, "-l cprof.auto", env)
   return o, e, status
 end
 

@@ -3,13 +3,11 @@
 -- file, and a reader that meets truncated, corrupted and hostile files with one clean error.
 -- Plain Lua 5.1 syntax: the same file runs under LuaJIT.
 local core = require "cprof.core"
+local S = require "spec.support"
 
-local jit_mode = rawget(_G, "jit") ~= nil
-local lua = jit_mode and "luajit" or "lua5.4"
-local math_type = math.type or function(x) return type(x) == "number" and "float" or nil end
-local toint = math.tointeger or function(x) return x end
+local lua = S.lua
+local math_type, toint, NEG_ZERO = S.math_type, S.toint, S.NEG_ZERO
 local floor = math.floor
-local NEG_ZERO = -1 / math.huge
 
 if not core.write_dump then
   describe("the dump format", function()
@@ -23,19 +21,7 @@ end
 -------------------------------------------------------------------------------------------------
 -- Files
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write_file(path, bytes)
-  local f = assert(io.open(path, "wb"))
-  f:write(bytes)
-  f:close()
-end
+local read_file, write_file, new_dir = S.read_file, S.write_file, S.new_dir
 
 local function listing(dir)
   local p = io.popen("ls -A '" .. dir .. "'")
@@ -46,46 +32,18 @@ local function listing(dir)
   return names
 end
 
-local function new_dir()
-  local d = os.tmpname()
-  os.remove(d)
-  assert(os.execute("mkdir -p '" .. d .. "'"))
-  return d
-end
-
 -------------------------------------------------------------------------------------------------
 -- Data tables
 
-local function group(n, cols)
-  cols.n = n
-  return cols
-end
+local group, same_number, same_value, show = S.group, S.same_number, S.same_value, S.show
 
 local function frame_key(fr, i)
   return table.concat({ #fr.kind[i], fr.kind[i], #fr.file[i], fr.file[i], tostring(fr.line[i]),
                         #fr.name[i], fr.name[i] }, ":")
 end
 
-local function same_number(a, b)
-  if type(a) ~= "number" or type(b) ~= "number" then return false end
-  if math_type(a) ~= math_type(b) then return false end
-  if a ~= a then return b ~= b end
-  if a == 0 then return b == 0 and 1 / a == 1 / b end
-  return a == b
-end
-
-local function same_value(a, b)
-  if type(a) == "number" then return same_number(a, b) end
-  return a == b
-end
-
 local function check(cond, fmt, ...)
   if not cond then error(string.format(fmt, ...), 2) end
-end
-
-local function show(v)
-  if type(v) == "string" then return string.format("%q", v) end
-  return tostring(v) .. " (" .. tostring(math_type(v) or type(v)) .. ")"
 end
 
 local FIELDS = {
@@ -223,66 +181,12 @@ end
 -- Building files byte by byte (arithmetic only, so that it runs under LuaJIT too)
 
 local char, byte = string.char, string.byte
-
-local function uv(n)
-  local t = {}
-  repeat
-    local b = n % 128
-    n = (n - b) / 128
-    t[#t + 1] = char(n > 0 and b + 128 or b)
-  until n == 0
-  return table.concat(t)
-end
-
-local function le(n, size)
-  local t = {}
-  for i = 1, size do
-    local b = n % 256
-    t[i] = char(b)
-    n = (n - b) / 256
-  end
-  return table.concat(t)
-end
-
-local function get_le(s, pos, size)
-  local v = 0
-  for i = size, 1, -1 do v = v * 256 + byte(s, pos + i - 1) end
-  return v
-end
-
-local function str(s) return uv(#s) .. s end
-
-local MAGIC = "\137CPROF\r\n"
-
--- A file from a list of { kind, bytes } sections, laid out in that order.
-local function build(sections, version)
-  local off = 16 + 20 * #sections
-  local dir, body = {}, {}
-  for i, s in ipairs(sections) do
-    dir[i] = le(s[1], 4) .. le(off, 8) .. le(#s[2], 8)
-    body[i] = s[2]
-    off = off + #s[2]
-  end
-  return MAGIC .. le(version or 1, 4) .. le(#sections, 4) .. table.concat(dir) .. table.concat(body)
-end
-
--- The sections of a file, as build() takes them.
-local function sections_of(bytes)
-  local n = get_le(bytes, 13, 4)
-  local out = {}
-  for i = 1, n do
-    local e = 17 + (i - 1) * 20
-    local off, len = get_le(bytes, e + 4, 8), get_le(bytes, e + 12, 8)
-    out[i] = { get_le(bytes, e, 4), bytes:sub(off + 1, off + len) }
-  end
-  return out
-end
+local uv, le, get_le, str, field = S.uv, S.le, S.get_le, S.str, S.field
+local build, sections_of = S.build, S.sections_of
 
 local function section(list, kind)
   for _, s in ipairs(list) do if s[1] == kind then return s end end
 end
-
-local function field(name, enc, wire) return str(name) .. uv(enc) .. uv(wire) end
 
 local SCHEMA_FRAMES = uv(1) .. uv(4) .. field("kind", 4, 0) .. field("file", 4, 0)
                       .. field("line", 2, 0) .. field("name", 4, 0)
@@ -310,7 +214,7 @@ describe("the dump format", function()
   before_each(function() dir = new_dir() end)
   after_each(function()
     core.fail_allocations(-1)
-    os.execute("rm -rf '" .. dir .. "'")
+    S.remove_dir(dir)
   end)
 
   local function roundtrip(data)

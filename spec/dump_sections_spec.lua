@@ -5,42 +5,14 @@
 local core = require "cprof.core"
 local data = require "cprof.data"
 
-local jit_mode = rawget(_G, "jit") ~= nil
-local math_type = math.type or function(x) return type(x) == "number" and "float" or nil end
-local toint = math.tointeger or function(x) return x end
-local NEG_ZERO = -1 / math.huge
+local S = require "spec.support"
+
+local jit_mode = S.jit
+local toint, NEG_ZERO = S.toint, S.NEG_ZERO
 local char = string.char
+local write_file, group, same, show = S.write_file, S.group, S.same_value, S.show
 
-local function read_file(path)
-  local f = assert(io.open(path, "rb"))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
-local function write_file(path, bytes)
-  local f = assert(io.open(path, "wb"))
-  f:write(bytes)
-  f:close()
-end
-
-local function same_number(a, b)
-  if type(a) ~= "number" or type(b) ~= "number" then return false end
-  if math_type(a) ~= math_type(b) then return false end
-  if a ~= a then return b ~= b end
-  if a == 0 then return b == 0 and 1 / a == 1 / b end
-  return a == b
-end
-
-local function same(a, b)
-  if type(a) == "number" then return same_number(a, b) end
-  return a == b
-end
-
-local function show(v)
-  if type(v) == "string" then return string.format("%q", v) end
-  return tostring(v) .. " (" .. tostring(math_type(v) or type(v)) .. ")"
-end
+local function read_file(path) return assert(S.read_file(path)) end
 
 -- Every value of two tables of the same shape, recursively, numbers bit for bit.
 local function assert_deep(want, got, where)
@@ -52,11 +24,6 @@ local function assert_deep(want, got, where)
   assert(type(got) == "table", where .. ": not a table: " .. show(got))
   for k, v in pairs(want) do assert_deep(v, got[k], where .. "." .. tostring(k)) end
   for k in pairs(got) do assert(want[k] ~= nil, where .. "." .. tostring(k) .. " was not written") end
-end
-
-local function group(n, cols)
-  cols.n = n
-  return cols
 end
 
 local BIG = toint(2 ^ 53)
@@ -117,53 +84,8 @@ local function allocator_stats(limit)
   return s
 end
 
--- Bytes of files built by hand (arithmetic only, for LuaJIT).
-local function uv(n)
-  local t = {}
-  repeat
-    local b = n % 128
-    n = (n - b) / 128
-    t[#t + 1] = char(n > 0 and b + 128 or b)
-  until n == 0
-  return table.concat(t)
-end
-local function le(n, size)
-  local t = {}
-  for i = 1, size do
-    local b = n % 256
-    t[i] = char(b)
-    n = (n - b) / 256
-  end
-  return table.concat(t)
-end
-local function get_le(s, pos, size)
-  local v = 0
-  for i = size, 1, -1 do v = v * 256 + s:byte(pos + i - 1) end
-  return v
-end
-local function str(s) return uv(#s) .. s end
-local function field(name, enc, wire) return str(name) .. uv(enc) .. uv(wire) end
-
-local function build(sections)
-  local off = 16 + 20 * #sections
-  local dir, body = {}, {}
-  for i, s in ipairs(sections) do
-    dir[i] = le(s[1], 4) .. le(off, 8) .. le(#s[2], 8)
-    body[i] = s[2]
-    off = off + #s[2]
-  end
-  return "\137CPROF\r\n" .. le(1, 4) .. le(#sections, 4) .. table.concat(dir) .. table.concat(body)
-end
-
-local function sections_of(bytes)
-  local out = {}
-  for i = 1, get_le(bytes, 13, 4) do
-    local e = 17 + (i - 1) * 20
-    local off, len = get_le(bytes, e + 4, 8), get_le(bytes, e + 12, 8)
-    out[i] = { get_le(bytes, e, 4), bytes:sub(off + 1, off + len) }
-  end
-  return out
-end
+-- Bytes of files built by hand.
+local uv, str, field, build, sections_of = S.uv, S.str, S.field, S.build, S.sections_of
 
 local SCHEMA_REQUIRED = uv(1) .. uv(4) .. field("kind", 4, 0) .. field("file", 4, 0) .. field("line", 2, 0)
   .. field("name", 4, 0) .. uv(2) .. uv(2) .. field("caller", 5, 0) .. field("callee", 5, 0)
@@ -184,14 +106,10 @@ end
 
 describe("optional dump sections", function()
   local dir
-  before_each(function()
-    dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p '" .. dir .. "'"))
-  end)
+  before_each(function() dir = S.new_dir() end)
   after_each(function()
     core.fail_allocations(-1)
-    os.execute("rm -rf '" .. dir .. "'")
+    S.remove_dir(dir)
   end)
 
   local function roundtrip(d)

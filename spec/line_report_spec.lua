@@ -5,16 +5,8 @@ local cprof = require "cprof"
 local stats = require "cprof.stats"
 local json = require "cprof.json"
 
-local function write_file(path, text)
-  local f = assert(io.open(path, "wb"))
-  f:write(text)
-  f:close()
-end
-
-local function collector()
-  local buf = {}
-  return { write = function(_, s) buf[#buf + 1] = s end, text = function() return table.concat(buf) end }
-end
+local S = require "spec.support"
+local write_file, collector = S.write_file, S.collector
 
 local function printed(st, ...)
   local c = collector()
@@ -57,12 +49,8 @@ end
 
 describe("print_lines", function()
   local dir
-  before_each(function()
-    dir = os.tmpname()
-    os.remove(dir)
-    assert(os.execute("mkdir -p '" .. dir .. "'"))
-  end)
-  after_each(function() os.execute("rm -rf '" .. dir .. "'") end)
+  before_each(function() dir = S.new_dir() end)
+  after_each(function() S.remove_dir(dir) end)
 
   local unit = 1e-6
   local function sample_stats(path)

@@ -6,42 +6,11 @@ local stats = require "cprof.stats"
 local W = require "spec.pstats_writer"
 local unpack = table.unpack or unpack
 
-local function script_dir()
-  local src = debug.getinfo(1, "S").source:gsub("^@", "")
-  return src:match("^(.*)[/\\][^/\\]*$") or "."
-end
-local SPEC_DIR = script_dir()
-local SHARED = SPEC_DIR .. "/../../shared/reference/pstats/"
-local LOCAL = SPEC_DIR .. "/golden/"
+local S = require "spec.support"
+local read_file, tmpname, collector = S.read_file, S.tmpname, S.collector
 
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
--- A reference file: the shared copy when present, else the one in spec/golden/.
-local function ref_path(sub, name)
-  if read_file(SHARED .. sub .. name) then return SHARED .. sub .. name end
-  assert(read_file(LOCAL .. name), "reference file not found: " .. name)
-  return LOCAL .. name
-end
-local function golden(name) return read_file(ref_path("golden/", name)) end
-local function sample(name) return ref_path("samples/", name) end
-
-local function tmpname(suffix)
-  local n = os.tmpname()
-  os.remove(n)
-  return n .. (suffix or "")
-end
-
-local function collector()
-  local buf = {}
-  return { write = function(self, ...) for _, s in ipairs({ ... }) do buf[#buf + 1] = s end return self end,
-           text = function() return table.concat(buf) end }
-end
+local function golden(name) return read_file(S.ref_path("golden/", name)) end
+local function sample(name) return S.ref_path("samples/", name) end
 
 -- The text a Stats prints, with the file lines ("<ctime>    <path>") removed.
 local function without_file_lines(text)

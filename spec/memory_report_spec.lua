@@ -7,13 +7,8 @@ local stats = require "cprof.stats"
 local data = require "cprof.data"
 local json = require "cprof.json"
 
-local function collector()
-  local buf = {}
-  return { write = function(_, ...)
-             for i = 1, select("#", ...) do buf[#buf + 1] = select(i, ...) end
-           end,
-           text = function() return table.concat(buf) end }
-end
+local S = require "spec.support"
+local collector = S.collector
 
 local function output(st, method, ...)
   local c = collector()
@@ -252,10 +247,7 @@ describe("the allocator snapshot in reports", function()
 end)
 
 describe("the bias in reports", function()
-  local function ticking()
-    local n = 0
-    return function() n = n + 1 return n end
-  end
+  local ticking = S.ticking
   local function leaf() return 1 end
   local function a() leaf() end
   local function root() a() leaf() end

@@ -3,40 +3,13 @@
 -- install() changes the allocator of the whole state for good, so every program that installs
 -- it runs in a child process (the same interpreter, module paths and sanitizer preload as this
 -- run). The C-level tests of the arenas and slabs are tests/test_arena.c (`make ctest`).
-local lua = rawget(_G, "jit") and "luajit" or "lua5.4"
-local jit = rawget(_G, "jit") ~= nil
-
-local function tmpname()
-  local n = os.tmpname()
-  os.remove(n)
-  return n
-end
-
-local function write(path, text)
-  local f = assert(io.open(path, "w"))
-  f:write(text)
-  f:close()
-end
-
-local function read(path)
-  local f = assert(io.open(path))
-  local s = f:read("*a")
-  f:close()
-  return s
-end
+local S = require "spec.support"
+local jit = S.jit
 
 -- Runs a Lua program in a child process; returns its stdout, stderr and exit status.
 local function run(script, opts)
   opts = opts or {}
-  local src, out, err = tmpname() .. ".lua", tmpname(), tmpname()
-  write(src, script)
-  local cmd = ("%s %s %s %s >%s 2>%s; echo $?"):format(opts.env or "", lua, opts.flags or "", src,
-                                                      out, err)
-  local p = assert(io.popen(cmd))
-  local status = tonumber(p:read("*l"))
-  p:close()
-  local o, e = read(out), read(err)
-  os.remove(src) os.remove(out) os.remove(err)
+  local o, e, status = S.run_lua(script, opts.flags, opts.env)
   return o, e, status
 end
 

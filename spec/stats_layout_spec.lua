@@ -12,44 +12,10 @@ local report = require("cprof.report")
 -- helpers
 ---------------------------------------------------------------------------
 
-local function script_dir()
-  local src = debug.getinfo(1, "S").source:gsub("^@", "")
-  return src:match("^(.*)[/\\][^/\\]*$") or "."
-end
-local SPEC_DIR = script_dir()
-local SHARED_GOLDEN = SPEC_DIR .. "/../../shared/reference/pstats/golden/"
-local LOCAL_GOLDEN = SPEC_DIR .. "/golden/"
-
-local function read_file(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local s = f:read("*a")
-  f:close()
-  return s
-end
-
--- Prefer the shared reference; fall back to the embedded copy.
-local function golden(name)
-  local s = read_file(SHARED_GOLDEN .. name) or read_file(LOCAL_GOLDEN .. name)
-  assert(s, "golden file not found: " .. name)
-  return s
-end
-
--- "========== title ==========" sections of a golden file.
-local function sections(text)
-  local out, cur = {}, nil
-  for line in text:gmatch("([^\n]*)\n") do
-    local title = line:match("^=+ (.-) =+$")
-    if title then
-      cur = {}
-      out[title] = cur
-    elseif cur then
-      cur[#cur + 1] = line .. "\n"
-    end
-  end
-  for k, v in pairs(out) do out[k] = table.concat(v) end
-  return out
-end
+local S = require "spec.support"
+local read_file, golden, sections, collector = S.read_file, S.golden, S.sections, S.collector
+local SHARED_GOLDEN = S.SHARED_REF .. "golden/"
+local LOCAL_GOLDEN = S.LOCAL_REF
 
 -- Remove the "<ctime>    <path>" line and the empty line after it.
 local FILE_LINE = "^(%a%a%a %a%a%a [ %d]%d %d%d:%d%d:%d%d %d%d%d%d    [^\n]*)\n\n"
@@ -57,19 +23,6 @@ local function strip_file_line(block)
   local fileline = block:match(FILE_LINE)
   assert(fileline, "golden block does not start with a file line")
   return (block:gsub(FILE_LINE, "", 1)), fileline
-end
-
--- A stream that collects writes.
-local function collector()
-  local buf = {}
-  local s = {}
-  function s:write(...)
-    for i = 1, select("#", ...) do buf[#buf + 1] = tostring((select(i, ...))) end
-    return self
-  end
-  function s.text() return table.concat(buf) end
-  function s.count() return #buf end
-  return s
 end
 
 local function render(data, fn)
@@ -82,42 +35,13 @@ end
 ---------------------------------------------------------------------------
 -- the deterministic golden run (fibdemo_det.py: fib(6) x3, 1 ms per timer read)
 -- numbers copied from the raw marshal dict in golden_det.txt; the entries order
--- reproduces the dict order CPython used (it decides ties)
+-- reproduces the dict order CPython used (it decides ties): det_data, in
+-- spec/support.lua
 ---------------------------------------------------------------------------
 
 local function edge(nc, cc, tt, ct) return { ncalls = nc, pcalls = cc, tottime = tt, cumtime = ct } end
 
-local WORK, FIB, MAIN, HELPER, SORTED, DISABLE, LEN = 1, 2, 3, 4, 5, 6, 7
-
-local function det_data()
-  local F = "fibdemo_det.py"
-  return {
-    timer = "fake", unit = 0.001,
-    entries = {
-      [WORK] = { file = F, line = 15, name = "work", what = "Lua", ncalls = 1, pcalls = 1,
-                 tottime = 0.007, cumtime = 0.163,
-                 callers = { [MAIN] = edge(1, 1, 0.007, 0.163) } },
-      [FIB] = { file = F, line = 7, name = "fib", what = "Lua", ncalls = 75, pcalls = 3,
-                tottime = 0.147, cumtime = 0.147,
-                callers = { [WORK] = edge(3, 3, 0.009000000000000001, 0.147),
-                            [FIB] = edge(72, 6, 0.138, 0.138) } },
-      [MAIN] = { file = F, line = 22, name = "main", what = "Lua", ncalls = 1, pcalls = 1,
-                 tottime = 0.003, cumtime = 0.167, callers = {} },
-      [HELPER] = { file = F, line = 12, name = "helper", what = "Lua", ncalls = 3, pcalls = 3,
-                   tottime = 0.006, cumtime = 0.009000000000000001,
-                   callers = { [WORK] = edge(3, 3, 0.006, 0.009000000000000001) } },
-      [SORTED] = { file = "~", line = 0, name = "built-in method builtins.sorted", what = "C",
-                   ncalls = 3, pcalls = 3, tottime = 0.003, cumtime = 0.003,
-                   callers = { [HELPER] = edge(3, 3, 0.003, 0.003) } },
-      [DISABLE] = { file = "~", line = 0, name = "method 'disable' of '_lsprof.Profiler' objects",
-                    what = "C", ncalls = 1, pcalls = 1, tottime = 0.001, cumtime = 0.001,
-                    callers = {} },
-      [LEN] = { file = "~", line = 0, name = "built-in method builtins.len", what = "C",
-                ncalls = 1, pcalls = 1, tottime = 0.001, cumtime = 0.001,
-                callers = { [MAIN] = edge(1, 1, 0.001, 0.001) } },
-    },
-  }
-end
+local det_data = S.det_data
 
 local DET = sections(golden("golden_det.txt"))
 

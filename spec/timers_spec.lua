@@ -44,10 +44,7 @@ describe("a Lua function as the timer", function()
   local function root() a() b() end
 
   -- Python's golden run: a clock that advances one tick per reading.
-  local function ticking()
-    local n = 0
-    return function() n = n + 1 return n end
-  end
+  local ticking = S.ticking
 
   it("gives exact times for a fixed call tree: one tick per event", function()
     local p = cprof.Profile { timer = ticking(), unit = 0.001 }

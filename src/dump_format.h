@@ -115,36 +115,37 @@ typedef struct DumpRecordKind {
   const DumpField *fields;
 } DumpRecordKind;
 
+/* The counts and times of frames, edges and nodes. */
+#define DUMP_CALL_FIELDS                                              \
+  {"ncalls", DUMP_ENC_UINT, 0, 0},  {"pcalls", DUMP_ENC_UINT, 0, 0},  \
+  {"tottime", DUMP_ENC_F64, 0, 0},  {"cumtime", DUMP_ENC_F64, 0, 0}
+
+/* The memory of frames and nodes (cprof's allocator; absent from profiles without it). */
+#define DUMP_MEMORY_FIELDS                                            \
+  {"alloc_count", DUMP_ENC_UINT, DUMP_EXTENSION, 0},                  \
+  {"alloc_bytes", DUMP_ENC_UINT, DUMP_EXTENSION, 0},                  \
+  {"free_count", DUMP_ENC_UINT, DUMP_EXTENSION, 0},                   \
+  {"free_bytes", DUMP_ENC_UINT, DUMP_EXTENSION, 0},                   \
+  {"min_size", DUMP_ENC_UINT, DUMP_EXTENSION, 0},                     \
+  {"max_size", DUMP_ENC_UINT, DUMP_EXTENSION, 0}
+
 static const DumpField DUMP_FRAME_FIELDS[] = {
   {"kind", DUMP_ENC_STRING, 1, 0},  {"file", DUMP_ENC_STRING, 1, 0},
   {"line", DUMP_ENC_SINT, 1, 0},    {"lastline", DUMP_ENC_SINT, 0, -1},
-  {"name", DUMP_ENC_STRING, 1, 0},  {"ncalls", DUMP_ENC_UINT, 0, 0},
-  {"pcalls", DUMP_ENC_UINT, 0, 0},  {"tottime", DUMP_ENC_F64, 0, 0},
-  {"cumtime", DUMP_ENC_F64, 0, 0},
+  {"name", DUMP_ENC_STRING, 1, 0},
+  DUMP_CALL_FIELDS,
   /* The function's memory, in data without a call tree (made from a report: data.from_stats). */
-  {"alloc_count", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"alloc_bytes", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"free_count", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"free_bytes", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"min_size", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"max_size", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
+  DUMP_MEMORY_FIELDS,
 };
 static const DumpField DUMP_EDGE_FIELDS[] = {
   {"caller", DUMP_ENC_FRAME, 1, 0}, {"callee", DUMP_ENC_FRAME, 1, 0},
-  {"ncalls", DUMP_ENC_UINT, 0, 0},  {"pcalls", DUMP_ENC_UINT, 0, 0},
-  {"tottime", DUMP_ENC_F64, 0, 0},  {"cumtime", DUMP_ENC_F64, 0, 0},
+  DUMP_CALL_FIELDS,
 };
 static const DumpField DUMP_NODE_FIELDS[] = {
   {"parent", DUMP_ENC_PARENT, 1, 0}, {"frame", DUMP_ENC_FRAME, 1, 0},
-  {"ncalls", DUMP_ENC_UINT, 0, 0},   {"pcalls", DUMP_ENC_UINT, 0, 0},
-  {"tottime", DUMP_ENC_F64, 0, 0},   {"cumtime", DUMP_ENC_F64, 0, 0},
-  /* Memory charged to the node (cprof's allocator; absent from profiles without it). */
-  {"alloc_count", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"alloc_bytes", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"free_count", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"free_bytes", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"min_size", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
-  {"max_size", DUMP_ENC_UINT, DUMP_EXTENSION, 0},
+  DUMP_CALL_FIELDS,
+  /* Memory charged to the node. */
+  DUMP_MEMORY_FIELDS,
 };
 
 /* Line events: hits and time of one source line of one function. */

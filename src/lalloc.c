@@ -604,7 +604,9 @@ int lalloc_trace_stacks(const lalloc *h) {
 
 /* ---- the checked paths: limit, observer, trace, blocks of `prev` ----------------------- */
 
-static void note_alloc(lalloc *h, void *p, size_t n) {
+/* Block p of n bytes, just allocated (LALLOC_EV_ALLOC) or about to be freed (LALLOC_EV_FREE):
+   the trace of its cache (when that cache is traced) and the observer hear of it. */
+static void note(lalloc *h, int ev, void *p, size_t n) {
   unsigned slot;
   chunk *ch = chunk_of(p);
   uint32_t w = ch->map[page_in_chunk(p)];
@@ -613,24 +615,16 @@ static void note_alloc(lalloc *h, void *p, size_t n) {
   } else {
     cache *c = h->caches[MAP_SLAB_ID(w)];
     slot = c->type;
-    if (c->traced && h->tr.on) trace_record(h, p, n);
+    if (c->traced && h->tr.on) {
+      if (ev == LALLOC_EV_ALLOC) trace_record(h, p, n);
+      else obj_remove(h, p);
+    }
   }
-  if (h->obs) h->obs(h->obs_ud, LALLOC_EV_ALLOC, p, n, slot_tags[slot]);
+  if (h->obs) h->obs(h->obs_ud, ev, p, n, slot_tags[slot]);
 }
 
-static void note_free(lalloc *h, void *p, size_t osize) {
-  unsigned slot;
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[page_in_chunk(p)];
-  if (w & MAP_LARGE) {
-    slot = MAP_LARGE_TYPE(w);
-  } else {
-    cache *c = h->caches[MAP_SLAB_ID(w)];
-    slot = c->type;
-    if (c->traced && h->tr.on) obj_remove(h, p);
-  }
-  if (h->obs) h->obs(h->obs_ud, LALLOC_EV_FREE, p, osize, slot_tags[slot]);
-}
+static void note_alloc(lalloc *h, void *p, size_t n) { note(h, LALLOC_EV_ALLOC, p, n); }
+static void note_free(lalloc *h, void *p, size_t osize) { note(h, LALLOC_EV_FREE, p, osize); }
 
 static int over_limit(lalloc *h, size_t osize, size_t nsize) {
   if (nsize <= osize || h->live - osize + nsize <= h->limit) return 0;

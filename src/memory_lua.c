@@ -40,6 +40,11 @@ static void seti(lua_State *L, const char *k, uint64_t v) {
   lua_setfield(L, -2, k);
 }
 
+static void sets(lua_State *L, const char *k, const char *v) {
+  lua_pushstring(L, v);
+  lua_setfield(L, -2, k);
+}
+
 /* Everything is read after the one allocation that holds the cache rows and before the first
    table is made: making tables allocates, and the numbers must describe one moment. */
 static int l_stats(lua_State *L) {
@@ -81,12 +86,9 @@ static int l_stats(lua_State *L) {
   for (size_t i = 0; i < n; i++) {
     const cprof_mem_cache *c = &rows[i];
     lua_createtable(L, 0, 14);
-    lua_pushstring(L, c->name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, c->type);
-    lua_setfield(L, -2, "type");
-    lua_pushliteral(L, "pages");
-    lua_setfield(L, -2, "source");
+    sets(L, "name", c->name);
+    sets(L, "type", c->type);
+    sets(L, "source", "pages");
     seti(L, "objsize", c->objsize);
     seti(L, "slab_size", c->slab_size);
     seti(L, "objects", c->objects);
@@ -106,8 +108,7 @@ static int l_stats(lua_State *L) {
   for (int i = 0; i < LA_NSLOT; i++) {
     const cprof_mem_type *ty = &types[i];
     lua_createtable(L, 0, 9);
-    lua_pushstring(L, ty->name);
-    lua_setfield(L, -2, "name");
+    sets(L, "name", ty->name);
     lua_pushinteger(L, ty->tag);
     lua_setfield(L, -2, "tag");
     seti(L, "live", ty->live);
@@ -125,10 +126,8 @@ static int l_stats(lua_State *L) {
   for (int i = 0; i < LALLOC_NARENAS; i++) {
     const arena_stats *a = &arenas[i];
     lua_createtable(L, 0, 24);
-    lua_pushstring(L, a->name);
-    lua_setfield(L, -2, "name");
-    lua_pushstring(L, a->source);
-    lua_setfield(L, -2, "source");
+    sets(L, "name", a->name);
+    sets(L, "source", a->source);
     seti(L, "quantum", a->quantum);
     seti(L, "total", a->amt_total);
     seti(L, "alloc", a->amt_alloc);
@@ -230,8 +229,7 @@ static int l_trace_data(lua_State *L) {
      Sites are copied one at a time by index, so a reallocation of the site array is harmless. */
   size_t n = lalloc_trace_nsites(h);
   lua_createtable(L, 0, 5);
-  lua_pushstring(L, name);
-  lua_setfield(L, -2, "cache");
+  sets(L, "cache", name);
   lua_pushboolean(L, lalloc_trace_on(h));
   lua_setfield(L, -2, "on");
   lua_pushboolean(L, lalloc_trace_stacks(h));
@@ -249,8 +247,7 @@ static int l_trace_data(lua_State *L) {
     lua_createtable(L, (int)s.depth, 0);
     for (uint32_t j = 0; j < s.depth; j++) {
       lua_createtable(L, 0, 3);
-      lua_pushstring(L, s.f[j].src);
-      lua_setfield(L, -2, "src");
+      sets(L, "src", s.f[j].src);
       lua_pushinteger(L, s.f[j].line);
       lua_setfield(L, -2, "line");
       lua_pushinteger(L, s.f[j].defined);

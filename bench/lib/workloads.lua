@@ -4,6 +4,8 @@
 --   local W = assert(loadfile(bench_dir .. "/lib/workloads.lua"))(bench_dir)
 --   W.workloads      fib, methods, strings, coro (see below)
 --   W.median(list)   W.calibrate(w, measure, target)   W.pick(samples, limit)
+--   W.usage(script, text)   W.options(args, spec, defaults, quick, usage)
+--   W.first_line(err)   W.read_cost(p, n)   W.timers(cprof, all, only, usage, describe)
 --
 -- A workload is a table:
 --   name, what      short name and a one-line description
@@ -242,6 +244,75 @@ function M.parse_args(args, spec, opts, usage)
     end
   end
   return opts
+end
+
+--- A usage function for `script`: usage(msg) prints msg (if any) and `text` to
+--- stderr, then exits (status 2 after a message, else 0).
+function M.usage(script, text)
+  return function(msg)
+    if msg then io.stderr:write(script, ": ", msg, "\n") end
+    io.stderr:write(text)
+    os.exit(msg and 2 or 0)
+  end
+end
+
+--- The options: --quick's values (`quick`) or `defaults`, overridden by the
+--- arguments (parsed by M.parse_args against `spec`), with reps a whole number
+--- from 1.
+function M.options(args, spec, defaults, quick, usage)
+  local given = M.parse_args(args, spec, {}, usage)
+  local opts = {}
+  for k, v in pairs(given.quick and quick or defaults) do opts[k] = v end
+  for k, v in pairs(given) do opts[k] = v end
+  opts.reps = math.max(1, math.floor(opts.reps))
+  return opts
+end
+
+--- The first line of an error message.
+function M.first_line(err)
+  return (string.match(tostring(err), "^[^\n]*"))
+end
+
+--- The cost of one reading of profile p's timer, through p:now(), minus a
+--- plain C call: CPU seconds, over n readings.
+function M.read_cost(p, n)
+  local now, cpu_clock = p.now, os.clock
+  local c0 = cpu_clock()
+  for _ = 1, n do now(p) end
+  local c1 = cpu_clock()
+  for _ = 1, n do rawequal(p, p) end
+  local c2 = cpu_clock()
+  return math.max(0, ((c1 - c0) - (c2 - c1)) / n)
+end
+
+--- The timers of `all` that `only` selects (a set; nil: all of them) and that
+--- cprof can make: a list of { name =, default = bool }, each passed with a
+--- profile that uses it to describe(t, p) first; "name: why" of the others;
+--- and cprof's default timer.  A name in `only` that is not in `all` is a
+--- usage error.
+function M.timers(cprof, all, only, usage, describe)
+  local default_timer = cprof.Profile():getstats().timer
+  local timers, notes = {}, {}
+  for _, name in ipairs(all) do
+    if not only or only[name] then
+      local ok, p = pcall(cprof.Profile, { timer = name })
+      if ok then
+        local t = { name = name, default = name == default_timer }
+        describe(t, p)
+        timers[#timers + 1] = t
+      else
+        notes[#notes + 1] = name .. ": " .. M.first_line(p)
+      end
+    end
+  end
+  if only then
+    for name in pairs(only) do
+      local known = false
+      for _, t in ipairs(all) do known = known or t == name end
+      if not known then usage("unknown timer " .. name) end
+    end
+  end
+  return timers, notes, default_timer
 end
 
 return M

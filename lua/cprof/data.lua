@@ -322,6 +322,17 @@ local function has_allocator(d)
     or type(d.mem_arenas) == "table"
 end
 
+-- The row of group T that `ids` (identity -> row) gives to `id`, and true; or, for an identity
+-- not seen yet, a new last row of T, and false.
+local function row_of(T, ids, id)
+  local j = ids[id]
+  if j then return j, true end
+  j = T.n + 1
+  T.n = j
+  ids[id] = j
+  return j, false
+end
+
 -- Adds the profile `d` into the accumulator `acc` (frames, edges and nodes, with their
 -- identity maps).
 local function accumulate(acc, d)
@@ -333,15 +344,10 @@ local function accumulate(acc, d)
   local fmem = frame_memory(frames, nodes)
   if has_memory(frames) then acc.frame_columns = true end
   for i = 1, frames.n do
-    local id = frame_id(frames, i)
-    local j = acc.frame_ids[id]
-    local existed = j ~= nil
-    if j then
+    local j, existed = row_of(F, acc.frame_ids, frame_id(frames, i))
+    if existed then
       add_stats(F, j, frames, i)
     else
-      j = F.n + 1
-      F.n = j
-      acc.frame_ids[id] = j
       for _, c in ipairs({ "kind", "file", "line", "lastline", "name" }) do
         F[c][j] = frames[c][i]
       end
@@ -355,14 +361,10 @@ local function accumulate(acc, d)
   for i = 1, edges.n do
     local caller = fmap[index(edges.caller[i], frames.n, "edge caller")]
     local callee = fmap[index(edges.callee[i], frames.n, "edge callee")]
-    local id = caller .. ">" .. callee
-    local j = acc.edge_ids[id]
-    if j then
+    local j, existed = row_of(E, acc.edge_ids, caller .. ">" .. callee)
+    if existed then
       add_stats(E, j, edges, i)
     else
-      j = E.n + 1
-      E.n = j
-      acc.edge_ids[id] = j
       E.caller[j], E.callee[j] = caller, callee
       copy_stats(E, j, edges, i)
     end
@@ -375,15 +377,10 @@ local function accumulate(acc, d)
     end
     local frame = fmap[index(nodes.frame[i], frames.n, "node frame")]
     local parent = nmap[p]
-    local id = parent .. ">" .. frame
-    local j = acc.node_ids[id]
-    local existed = j ~= nil
-    if j then
+    local j, existed = row_of(N, acc.node_ids, parent .. ">" .. frame)
+    if existed then
       add_stats(N, j, nodes, i)
     else
-      j = N.n + 1
-      N.n = j
-      acc.node_ids[id] = j
       N.parent[j], N.frame[j] = parent, frame
       copy_stats(N, j, nodes, i)
     end
@@ -399,15 +396,11 @@ local function accumulate(acc, d)
     end
     for i = 1, lines.n do
       local frame = fmap[index(lines.frame[i], frames.n, "line frame")]
-      local id = frame .. ":" .. line_text(lines.line[i])
-      local j = acc.line_ids[id]
-      if j then
+      local j, existed = row_of(L, acc.line_ids, frame .. ":" .. line_text(lines.line[i]))
+      if existed then
         L.hits[j] = L.hits[j] + lines.hits[i]
         L.time[j] = L.time[j] + lines.time[i]
       else
-        j = L.n + 1
-        L.n = j
-        acc.line_ids[id] = j
         L.frame[j], L.line[j], L.hits[j], L.time[j] = frame, lines.line[i], lines.hits[i], lines.time[i]
       end
     end
