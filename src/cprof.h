@@ -17,6 +17,9 @@ typedef struct cprof_timer {
   double unit;                    /* seconds per tick */
   cprof_ticks (*read)(void *ud);
   void *ud;
+  /* Its readings are the profile itself (a counter, a simulated clock), so the hook reads it
+     at the end of every event too, instead of estimating its own duration between readings. */
+  int exact;
 } cprof_timer;
 
 /* Makes a host's own timer available by name: cprof.Profile{timer = "name"}, CPROF_TIMER=name.

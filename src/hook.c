@@ -155,15 +155,22 @@ static Stack *thread_stack(Profiler *P, lua_State *L, lua_Debug *ar) {
   return st;
 }
 
-/* A thread that still has our hook although no profiler is enabled: a coroutine created while
-   profiling that never ran before disable(). It gets the main thread's hook, as it would have
-   inherited it. */
-static void stray(lua_State *L, lua_Debug *ar) {
+/* The hook a coroutine we never saw would have: the main thread's, which it would have
+   inherited (none where the API cannot tell: LuaJIT, whose hook is global). */
+static void inherited_hook(lua_State *L, lua_Hook *h, int *mask, int *count) {
   lua_State *M = compat_main_thread(L);
-  lua_Hook h = M ? lua_gethook(M) : NULL;
-  if (h == hook) h = NULL;
-  int mask = h ? lua_gethookmask(M) : 0;
-  lua_sethook(L, h, mask, h ? lua_gethookcount(M) : 0);
+  *h = M && lua_gethook(M) != hook ? lua_gethook(M) : NULL;
+  *mask = *h ? lua_gethookmask(M) : 0;
+  *count = *h ? lua_gethookcount(M) : 0;
+}
+
+/* A thread that still has our hook although no profiler is enabled: a coroutine created while
+   profiling that never ran before disable(). It gets the hook it would have inherited. */
+static void stray(lua_State *L, lua_Debug *ar) {
+  lua_Hook h;
+  int mask, count;
+  inherited_hook(L, &h, &mask, &count);
+  lua_sethook(L, h, mask, count);
   if (h && (mask & (1 << (ar->event == LUA_HOOKTAILCALL ? LUA_HOOKCALL : ar->event)))) h(L, ar);
 }
 
@@ -313,9 +320,7 @@ static int jit_is_on(lua_State *L) {
   lua_settop(L, top);
   return on;
 }
-#endif
 
-#if LUA_VERSION_NUM < 502
 static int set_jit(lua_State *L) {
   int mode = (int)(intptr_t)lua_touserdata(L, 1);
   luaJIT_setmode(L, 0, LUAJIT_MODE_ENGINE | mode);
@@ -365,7 +370,6 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   }
   if (main_st) install(main_st, M);
   install(st, L);
-  P->owner = M;
   P->cur = st;
   P->enabled = 1;
   lua_pushlightuserdata(L, P);
@@ -428,12 +432,9 @@ static void program_hook(lua_State *L, lua_State *T, lua_Hook *h, int *mask, int
     *h = st->prev_hook;
     *mask = st->prev_mask;
     *count = st->prev_count;
-    return;
+  } else {
+    inherited_hook(L, h, mask, count);
   }
-  lua_State *M = compat_main_thread(L);
-  *h = M && lua_gethook(M) != hook ? lua_gethook(M) : NULL;
-  *mask = *h ? lua_gethookmask(M) : 0;
-  *count = *h ? lua_gethookcount(M) : 0;
 }
 
 /* debug.sethook: the debug library sets the hook; if the thread was ours, we take it back and

@@ -34,8 +34,8 @@ void luatimer_init(LuaTimer *t, Profiler *P, lua_State *L, int idx, double unit)
   t->ticks = unit > 0;
   t->last = 0;
   t->errors = 0;
-  P->timer = (cprof_timer){"lua function", unit > 0 ? unit : 1e-9, read_lua, t};
-  P->measure_every = 1;  /* its readings are the profile: never estimated */
+  /* Exact: its readings are the profile (it may count them, as Python's golden runs do). */
+  prof_set_timer(P, &(cprof_timer){"lua function", unit > 0 ? unit : 1e-9, read_lua, t, 1});
 }
 
 void luatimer_free(LuaTimer *t, lua_State *L) {

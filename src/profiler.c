@@ -20,13 +20,10 @@ static int grow(void **arr, uint32_t *cap, size_t elem, uint32_t first) {
 
 int prof_init(Profiler *P, const cprof_timer *timer) {
   memset(P, 0, sizeof *P);
-  P->timer = *timer;
   P->next_stack_id = 1;
   P->sweep_at = 64;
   P->tree_cap = TREE_CAP_DEFAULT;
-  /* Timers whose readings are the profile (one tick per reading, a Lua function) are read
-     at every event's end too; clocks are estimated between measurements. */
-  P->measure_every = strcmp(timer->name, "counter") == 0 ? 1 : 16;
+  prof_set_timer(P, timer);
   if (idxmap_init(&P->cmap, 256) || idxmap_init(&P->kmap, 256) || idxmap_init(&P->gmap, 512) ||
       idxmap_init(&P->smap, 16) || idxmap_init(&P->lmap, 512) || idxmap_init(&P->rmap, 64)) {
     prof_free(P);
@@ -69,6 +66,11 @@ void prof_free(Profiler *P) {
   cprof_timer timer = P->timer;
   memset(P, 0, sizeof *P);
   P->timer = timer;
+}
+
+void prof_set_timer(Profiler *P, const cprof_timer *timer) {
+  P->timer = *timer;
+  P->measure_every = timer->exact ? 1 : 16;  /* a power of two: see hook.c, stop_clock */
 }
 
 int prof_clear(Profiler *P) {

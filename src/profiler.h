@@ -152,8 +152,8 @@ struct Profiler {
   double hook_estimate[4]; /* average ticks of a hook run, per HOOK_* kind */
   cprof_ticks vlast;       /* the profile's clock at the last event: it never goes back */
   uint32_t measure_every;  /* measure one event in this many; 1: every event (exact timers) */
-  uint32_t events;
-  int reading;
+  uint32_t events;          /* events since enable, to pick those that are measured */
+  int reading;             /* the timer is being read outside the hook: its calls are not events */
   int in_hook;             /* cprof's hook is running: its allocations are not the program's */
   struct lalloc *heap;     /* the allocator observed, while attributing memory */
   int memory;              /* memory was attributed: reports show it */
@@ -162,9 +162,8 @@ struct Profiler {
   Block *blocks;
   uint32_t nblocks, cblocks;
   IdxMap bmap;
-  uint64_t mem_lost;       /* allocations not charged: out of memory */             /* the timer is being read outside the hook: its calls are not events */
+  uint64_t mem_lost;       /* allocations not charged: out of memory */
   double bias;             /* seconds per event that no reading sees: subtracted by reports */
-  lua_State *owner;        /* main thread of the state the profiler is enabled on */
   double start_time;       /* Unix time of the first enable() */
   cprof_ticks enabled_at;  /* CLOCK_MONOTONIC ns of the last enable() */
   cprof_ticks enabled_ns;  /* time spent enabled, before the last enable() */
@@ -177,6 +176,8 @@ struct Profiler {
 
 /* Sets P up with empty tables; -1 when out of memory (P is then not ready, but can be freed). */
 int prof_init(Profiler *P, const cprof_timer *timer);
+/* Makes `timer` P's clock. */
+void prof_set_timer(Profiler *P, const cprof_timer *timer);
 /* Frees the tables; keeps the timer. */
 void prof_free(Profiler *P);
 /* Forgets every number; keeps the timer. Only while disabled. */

@@ -148,7 +148,7 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
 
 /* Columns: one array per field, so a million records cost a few arrays, not a million tables.
    `stride` and `off` locate the uint32 or Stat field inside each record. */
-typedef enum { COL_U32, COL_CALLS, COL_PCALLS, COL_IT, COL_TT } ColKind;
+typedef enum { COL_U32, COL_INT, COL_U64, COL_TICKS, COL_CALLS, COL_PCALLS, COL_IT, COL_TT } ColKind;
 
 static void push_column(lua_State *L, const char *name, const void *base, size_t stride,
                         size_t off, uint32_t n, ColKind kind, double unit) {
@@ -162,6 +162,11 @@ static void push_column(lua_State *L, const char *name, const void *base, size_t
         lua_pushinteger(L, v == IDX_NONE ? 0 : (lua_Integer)v + 1);  /* 1-based; 0 = none */
         break;
       }
+      case COL_INT: lua_pushinteger(L, *(const int *)(const void *)rec); break;
+      case COL_U64: lua_pushinteger(L, (lua_Integer) * (const uint64_t *)(const void *)rec); break;
+      case COL_TICKS:
+        lua_pushnumber(L, (lua_Number) * (const cprof_ticks *)(const void *)rec * unit);
+        break;
       case COL_CALLS: lua_pushinteger(L, (lua_Integer)s->calls); break;
       case COL_PCALLS: lua_pushinteger(L, (lua_Integer)(s->calls - s->rcalls)); break;
       case COL_IT: lua_pushnumber(L, (lua_Number)s->it * unit); break;
@@ -291,25 +296,11 @@ static void push_lines(lua_State *L, const Profiler *P) {
   lua_createtable(L, 0, 5);
   lua_pushinteger(L, P->nlinerecs);
   lua_setfield(L, -2, "n");
-  push_column(L, "frame", P->linerecs, sizeof *P->linerecs, offsetof(LineRec, entry),
-              P->nlinerecs, COL_U32, unit);
-  lua_createtable(L, (int)P->nlinerecs, 0);
-  for (uint32_t i = 0; i < P->nlinerecs; i++) {
-    lua_pushinteger(L, P->linerecs[i].line);
-    lua_rawseti(L, -2, (int)i + 1);
-  }
-  lua_setfield(L, -2, "line");
-  lua_createtable(L, (int)P->nlinerecs, 0);
-  for (uint32_t i = 0; i < P->nlinerecs; i++) {
-    lua_pushinteger(L, (lua_Integer)P->linerecs[i].hits);
-    lua_rawseti(L, -2, (int)i + 1);
-  }
-  lua_setfield(L, -2, "hits");
-  lua_createtable(L, (int)P->nlinerecs, 0);
-  for (uint32_t i = 0; i < P->nlinerecs; i++) {
-    lua_pushnumber(L, (lua_Number)P->linerecs[i].time * unit);
-    lua_rawseti(L, -2, (int)i + 1);
-  }
-  lua_setfield(L, -2, "time");
+  const size_t size = sizeof *P->linerecs;
+  push_column(L, "frame", P->linerecs, size, offsetof(LineRec, entry), P->nlinerecs, COL_U32, unit);
+  push_column(L, "line", P->linerecs, size, offsetof(LineRec, line), P->nlinerecs, COL_INT, unit);
+  push_column(L, "hits", P->linerecs, size, offsetof(LineRec, hits), P->nlinerecs, COL_U64, unit);
+  push_column(L, "time", P->linerecs, size, offsetof(LineRec, time), P->nlinerecs, COL_TICKS,
+              unit);
   lua_setfield(L, -2, "lines");
 }

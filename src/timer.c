@@ -72,10 +72,10 @@ static void measure_tsc(void) {
 #endif
 
 static const cprof_timer builtin[] = {
-  {"monotonic", 1e-9, read_monotonic, NULL},
-  {"cpu", 1e-9, read_cpu, NULL},
-  {"thread", 1e-9, read_thread, NULL},
-  {"counter", 1.0, read_counter, NULL},
+  {"monotonic", 1e-9, read_monotonic, NULL, 0},
+  {"cpu", 1e-9, read_cpu, NULL, 0},
+  {"thread", 1e-9, read_thread, NULL, 0},
+  {"counter", 1.0, read_counter, NULL, 1},
 };
 
 
@@ -138,7 +138,7 @@ const char *cprof_timer_get(const char *name, cprof_timer *out) {
   pthread_once(&once, measure_tsc);
   if (tsc_seconds_per_tick <= 0)
     return "the CPU's time-stamp counter is not invariant, so the 'tsc' timer cannot be used";
-  *out = (cprof_timer){"tsc", tsc_seconds_per_tick, read_tsc, NULL};
+  *out = (cprof_timer){"tsc", tsc_seconds_per_tick, read_tsc, NULL, 0};
   return NULL;
 #else
   return "the 'tsc' timer needs an x86 CPU";

@@ -42,9 +42,9 @@ static const char *const SCRIPT =
 
 int main(void) {
   static cprof_ticks now;
-  cprof_timer t = {"host", 1e-3, host_clock, &now};
+  cprof_timer t = {"host", 1e-3, host_clock, &now, 1};  /* a simulated clock: exact */
   CHECK(cprof_timer_register(&t) == 0, "registering a timer");
-  cprof_timer bad = {"bad", 0, host_clock, &now};
+  cprof_timer bad = {"bad", 0, host_clock, &now, 0};
   CHECK(cprof_timer_register(&bad) != 0, "a timer without a unit is refused");
 
   cprof_timer got;
