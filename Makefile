@@ -1,10 +1,10 @@
 # cprof — build, test, install.  `make help` lists the targets; README.md explains them.
 #
-# Every src/*.c is compiled into one Lua C module, cprof.core:
+# Every src/*.c and src/*/*.c is compiled into one Lua C module, cprof.core:
 #   build/lua5.4/cprof/core.so   make                (default LUA=lua5.4)
 #   build/luajit/cprof/core.so   make LUA=luajit
 #   build/asan/cprof/core.so     make asan           (lua5.4, AddressSanitizer + UBSan)
-# Objects go to build/<variant>/obj/.  Nothing outside build/ is ever written, except by
+# Objects go to build/<variant>/obj/<folder>/.  Nothing outside build/ is ever written, except by
 # `make install` (PREFIX, DESTDIR) and `make deps` (Debian packages).
 
 .DEFAULT_GOAL := all
@@ -47,7 +47,7 @@ LDFLAGS   ?=
 LIBS      := -lm -lpthread -ldl
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
 
-BASE_CFLAGS = -std=c11 -Wall -Wextra -Werror
+BASE_CFLAGS = -std=c11 -Wall -Wextra -Werror -Isrc
 
 cc.lua5.4 = $(CC)
 cc.luajit = $(CC)
@@ -64,8 +64,8 @@ ldflags.luajit = -shared $(LDFLAGS)
 # leak reports printed at exit can still name cprof's functions.
 ldflags.asan   = -shared $(SAN_FLAGS) -Wl,-z,nodelete $(LDFLAGS)
 
-SRCS := $(sort $(wildcard src/*.c))
-HDRS := $(sort $(wildcard src/*.h))
+SRCS := $(sort $(wildcard src/*.c src/*/*.c))
+HDRS := $(sort $(wildcard src/*.h src/*/*.h))
 
 # ---------------------------------------------------------------------------------------------
 # Paths
@@ -148,7 +148,7 @@ build/$(1)/obj/%.o: src/%.c $$(HDRS) build/$(1)/.flags | $$(DEPS_FIRST)
 	$$(cc.$(1)) $$(cflags.$(1)) -c -o $$@ $$<
 
 build/$(1)/cprof/core.so: $$(patsubst src/%.c,build/$(1)/obj/%.o,$$(SRCS)) build/$(1)/.flags
-	@test -n '$$(SRCS)' || { echo 'cprof: there is no src/*.c to build' >&2; exit 1; }
+	@test -n '$$(SRCS)' || { echo 'cprof: there is no src/**/*.c to build' >&2; exit 1; }
 	@mkdir -p $$(@D)
 	$$(cc.$(1)) $$(ldflags.$(1)) -o $$@ $$(filter %.o,$$^) $$(LIBS)
 
@@ -222,26 +222,25 @@ test: deps
 # The C unit tests of cprof's allocator (tests/test_arena.c), built twice: as is, and with
 # AddressSanitizer + UBSan (LeakSanitizer checks that closing a heap frees all its metadata).
 # They link liblua5.4 for whole states (cprof_newstate).
-ALLOC_SRCS := src/arena.c src/slab.c src/lalloc.c src/alloc.c
+ALLOC_SRCS := src/mem/arena.c src/mem/slab.c src/mem/lalloc.c src/util/fault.c
 lua54_libs  = $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
 
 build/ctest/test_arena: tests/test_arena.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ \
 	  tests/test_arena.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm -lpthread
 
 build/ctest/test_arena-asan: tests/test_arena.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
 	@mkdir -p $(@D)
-	$(ASAN_CC) $(BASE_CFLAGS) $(SAN_FLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
+	$(ASAN_CC) $(BASE_CFLAGS) $(SAN_FLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ \
 	  tests/test_arena.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm -lpthread
 
-# A host that links cprof in (every src/*.c) and registers its own timer through src/cprof.h.
-CORE_SRCS := $(sort $(wildcard src/*.c))
+# A host that links cprof in (every C source) and registers its own timer through src/cprof.h.
 
-build/ctest/test_host_timer: tests/test_host_timer.c $(CORE_SRCS) $(HDRS) | $(DEPS_FIRST)
+build/ctest/test_host_timer: tests/test_host_timer.c $(SRCS) $(HDRS) | $(DEPS_FIRST)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
-	  tests/test_host_timer.c $(CORE_SRCS) $(lua54_libs) -ldl -lm -lpthread
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ \
+	  tests/test_host_timer.c $(SRCS) $(lua54_libs) -ldl -lm -lpthread
 
 ctest: build/ctest/test_arena build/ctest/test_arena-asan build/ctest/test_host_timer
 	@echo "==> C unit tests: build/ctest/test_host_timer"
@@ -281,7 +280,7 @@ valgrind: deps all
 
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_SRCS    := fuzz/fuzz_read.c src/dump_read.c src/dump_write.c src/alloc.c
+FUZZ_SRCS    := fuzz/fuzz_read.c src/dump/read.c src/dump/write.c src/util/fault.c
 FUZZ_FLAGS   := -std=c11 -Wall -Wextra -Werror -g -O1 -D_GNU_SOURCE \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 # -malloc_limit_mb: no input (at most a few KB) may make the reader allocate that much.
@@ -291,7 +290,7 @@ FUZZ_RUN_FLAGS = -max_total_time=$(FUZZ_SECONDS) -timeout=10 -rss_limit_mb=1024 
 
 .PHONY: fuzz fuzz-short
 
-build/fuzz/fuzz_read: $(FUZZ_SRCS) src/dump_format.h src/alloc.h src/compat.h | deps
+build/fuzz/fuzz_read: $(FUZZ_SRCS) $(HDRS) | deps
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(FUZZ_FLAGS) -Isrc $(call lua_cflags,lua5.4) -o $@ $(FUZZ_SRCS) \
 	  $$(pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4) -lm
@@ -336,7 +335,7 @@ bench: deps all build/$(LUA)/emptyhook.so
 BENCH_ALLOC_FLAGS ?=
 build/lua5.4/bench-alloc: bench/alloc.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE -Isrc $(call lua_cflags,lua5.4) -o $@ \
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ \
 	  bench/alloc.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm
 
 bench-alloc: build/lua5.4/bench-alloc

@@ -28,7 +28,7 @@
 #include <lualib.h>
 
 #include "cprof.h"
-#include "lalloc.h"
+#include "mem/lalloc.h"
 
 enum { V_DEFAULT, V_CPROF, V_MIMALLOC, NV };
 static const char *const vnames[NV] = {"default", "cprof", "mimalloc"};

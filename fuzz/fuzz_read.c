@@ -1,5 +1,5 @@
 /*
- * fuzz/fuzz_read.c — libFuzzer harness for the dump reader (src/dump_read.c).
+ * fuzz/fuzz_read.c — libFuzzer harness for the dump reader (src/dump/read.c).
  *
  *   make fuzz FUZZ_SECONDS=60
  *
@@ -18,7 +18,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "dump_format.h"
+#include "dump/format.h"
 
 #define NAME "fuzz.prof"
 

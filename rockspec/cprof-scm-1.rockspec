@@ -4,8 +4,8 @@
 --
 -- (`make test` runs this into a scratch tree; see tools/check-install.sh.)
 --
--- A rockspec cannot glob: every lua/cprof/*.lua, every src/*.c and every bin/* script has to be
--- listed here by hand.  tools/check-install.sh fails `make test` when one is missing.
+-- A rockspec cannot glob: every lua/cprof/*.lua, every src/**/*.c and every bin/* script has
+-- to be listed here by hand.  tools/check-install.sh fails `make test` when one is missing.
 
 rockspec_format = "3.0"
 package = "cprof"
@@ -48,24 +48,24 @@ build = {
       ["cprof.stats"] = "lua/cprof/stats.lua",
       ["cprof.core"] = {
          sources = {
-            "src/alloc.c",
-            "src/arena.c",
-            "src/dump_lua.c",
-            "src/dump_read.c",
-            "src/dump_write.c",
-            "src/engine.c",
-            "src/funcs.c",
-            "src/hook.c",
-            "src/idxmap.c",
-            "src/luatimer.c",
-            "src/memattr.c",
-            "src/lalloc.c",
-            "src/memory_lua.c",
-            "src/module.c",
-            "src/profiler.c",
-            "src/slab.c",
-            "src/tables.c",
-            "src/timer.c",
+            "src/dump/ldump.c",
+            "src/dump/read.c",
+            "src/dump/write.c",
+            "src/engine/engine.c",
+            "src/hook/hook.c",
+            "src/hook/ident.c",
+            "src/hook/luatimer.c",
+            "src/hook/timer.c",
+            "src/lcprof.c",
+            "src/mem/arena.c",
+            "src/mem/lalloc.c",
+            "src/mem/lmemory.c",
+            "src/mem/memattr.c",
+            "src/mem/slab.c",
+            "src/tables/profiler.c",
+            "src/tables/snapshot.c",
+            "src/util/fault.c",
+            "src/util/idxmap.c",
          },
          defines = { "_GNU_SOURCE" },
          incdirs = { "src" },

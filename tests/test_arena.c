@@ -1,6 +1,6 @@
 /*
  * tests/test_arena.c — unit tests of the arenas, the chunks and slab caches, and the lua_Alloc
- * (src/arena.c, src/slab.c, src/lalloc.c), run by `make ctest` (part of `make test`) both as
+ * (src/mem/arena.c, src/mem/slab.c, src/mem/lalloc.c), run by `make ctest` (part of `make test`) both as
  * is and under AddressSanitizer + UBSan.
  *
  * Random sequences of operations are checked against shadow models: for an arena, the set of
@@ -23,11 +23,11 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "alloc.h"
-#include "arena.h"
+#include "util/fault.h"
+#include "mem/arena.h"
 #include "cprof.h"
-#include "lalloc.h"
-#include "slab.h"
+#include "mem/lalloc.h"
+#include "mem/slab.h"
 
 static int failures, checks;
 

@@ -2,7 +2,7 @@
 # tools/check-install.sh — checks that cprof installs, both ways, with the expected layout.
 # `make test` runs it (through `make check-install`); it can also be run by hand from anywhere.
 #
-#  1. rockspec/cprof-scm-1.rockspec lists every lua/cprof/*.lua, every src/*.c and every bin/*.
+#  1. rockspec/cprof-scm-1.rockspec lists every lua/cprof/*.lua, every src/**/*.c and every bin/*.
 #  2. `luarocks make` (lua 5.4) into a scratch tree installs the Lua modules under
 #     share/lua/5.4/cprof/ and core.so under lib/lua/5.4/cprof/.  luarocks' builtin backend
 #     writes its objects next to the sources, so it runs in a copy of the sources.
@@ -102,7 +102,7 @@ done | LC_ALL=C sort)
 same_list "Lua modules in the rockspec (file module)" "$want_lua" "$spec_lua"
 
 spec_c=$(awk '$1 == "c" && $2 == "cprof.core" { print $3 }' "$work/rockspec.txt" | LC_ALL=C sort)
-want_c=$(ls src/*.c 2>/dev/null | LC_ALL=C sort)
+want_c=$(find src -name '*.c' | LC_ALL=C sort)
 same_list "C sources of cprof.core in the rockspec" "$want_c" "$spec_c"
 if awk '$1 == "c" && $2 != "cprof.core"' "$work/rockspec.txt" | grep -q .; then
   bad "the rockspec has C modules other than cprof.core"

@@ -1,0 +1,315 @@
+/* cprof.core: the Profile object over the engine. Lua-side conveniences (run, runctx, reports)
+   live in lua/cprof/init.lua, added to the same method table. */
+#include <stdlib.h>
+
+#include <lauxlib.h>
+
+#include "util/fault.h"
+#include <errno.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/compat.h"
+#include "dump/format.h"
+#include "hook/ident.h"
+#include "hook/hook.h"
+#include "hook/luatimer.h"
+#include "tables/snapshot.h"
+
+#define PROFILE_MT "cprof.Profile"
+
+static const char ANCHOR_KEY = 'a';  /* registry: the enabled Profile, kept from collection */
+
+/* A profile whose tables could not be made (out of memory) gets another try on each use. */
+/* The Profile userdata: the profiler, and the Lua function timer when there is one (outside
+   the Profiler, whose tables clear() rebuilds). */
+typedef struct LProfile {
+  Profiler P;
+  LuaTimer lt;
+} LProfile;
+
+static Profiler *check(lua_State *L) {
+  Profiler *P = luaL_checkudata(L, 1, PROFILE_MT);
+  if (!P->ready && prof_clear(P)) luaL_error(L, "cprof: out of memory");
+  return P;
+}
+
+/* Pushes a new Profile with `timer`, or with the Lua function at `timer_fn` (0: none). */
+static Profiler *push_profile(lua_State *L, const cprof_timer *timer, int timer_fn, double unit) {
+  LProfile *lp = lua_newuserdata(L, sizeof *lp);
+  Profiler *P = &lp->P;
+  lp->lt.ref = LUA_NOREF;
+  int failed = prof_init(P, timer);
+  if (timer_fn) luatimer_init(&lp->lt, P, L, timer_fn, unit);
+  luaL_getmetatable(L, PROFILE_MT);
+  lua_setmetatable(L, -2);  /* from here on __gc frees whatever prof_init made */
+  if (failed) luaL_error(L, "cprof: out of memory");
+  return P;
+}
+
+static int l_new(lua_State *L) {
+  cprof_timer timer = cprof_timer_default();
+  uint32_t tree_cap = TREE_CAP_DEFAULT;
+  int lines = 0;
+  int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
+  double unit = 0, bias = 0;
+  if (lua_istable(L, 1)) {
+    lua_getfield(L, 1, "unit");
+    if (!lua_isnil(L, -1)) {
+      unit = lua_tonumber(L, -1);
+      if (!lua_isnumber(L, -1) || !(unit > 0))
+        return luaL_error(L, "cprof: option 'unit' must be a positive number of seconds");
+    }
+    lua_getfield(L, 1, "timer");
+    if (lua_type(L, -1) == LUA_TSTRING) {
+      const char *why = cprof_timer_get(lua_tostring(L, -1), &timer);
+      if (why) return luaL_error(L, "cprof: timer '%s': %s", lua_tostring(L, -1), why);
+      if (unit > 0) return luaL_error(L, "cprof: option 'unit' goes with a function timer");
+    } else if (lua_isfunction(L, -1)) {
+      timer_fn = lua_gettop(L);
+    } else if (!lua_isnil(L, -1)) {
+      return luaL_error(L, "cprof: option 'timer' must be a timer name or a function, not a %s",
+                        luaL_typename(L, -1));
+    } else if (unit > 0) {
+      return luaL_error(L, "cprof: option 'unit' goes with a function timer");
+    }
+    lua_getfield(L, 1, "lines");
+    lines = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "bias");
+    if (!lua_isnil(L, -1)) {
+      bias = lua_tonumber(L, -1);
+      if (!lua_isnumber(L, -1) || bias != bias)
+        return luaL_error(L, "cprof: option 'bias' must be a number of seconds per event");
+    }
+    lua_pop(L, 1);
+    lua_getfield(L, 1, "tree_cap");
+    if (!lua_isnil(L, -1)) {
+      lua_Number cap = lua_tonumber(L, -1);
+      if (!lua_isnumber(L, -1) || cap < 1 || cap > 4e9 || cap != (lua_Number)(uint32_t)cap)
+        return luaL_error(L, "cprof: option 'tree_cap' must be a whole number from 1 to 4e9");
+      tree_cap = (uint32_t)cap;
+    }
+    lua_pop(L, 1);
+  } else if (!lua_isnoneornil(L, 1)) {
+    return luaL_argerror(L, 1, "options table expected");
+  }
+  Profiler *P = push_profile(L, &timer, timer_fn, unit);
+  P->tree_cap = tree_cap;
+  P->lines = lines;
+  P->bias = bias;
+  return 1;
+}
+
+/* A new profile with the same timer and options, empty (Profile:calibrate measures with one). */
+static int l_sibling(lua_State *L) {
+  LProfile *lp = (LProfile *)check(L);
+  int fn = 0;
+  if (lp->lt.ref != LUA_NOREF) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, lp->lt.ref);
+    fn = lua_gettop(L);
+  }
+  Profiler *P = push_profile(L, &lp->P.timer, fn, lp->lt.ticks ? lp->P.timer.unit : 0);
+  P->tree_cap = lp->P.tree_cap;
+  P->lines = lp->P.lines;
+  P->bias = lp->P.bias;
+  return 1;
+}
+
+static cprof_ticks now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (cprof_ticks)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int l_enable(lua_State *L) {
+  Profiler *P = check(L);
+  if (P->enabled) return 0;
+  const char *err = hook_enable(P, L);
+  if (err) return luaL_error(L, "cprof: %s", err);
+  if (P->start_time == 0) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    P->start_time = (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+  }
+  P->enabled_at = now_ns();
+  lua_pushvalue(L, 1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &ANCHOR_KEY);
+  return 0;
+}
+
+static void disable(lua_State *L, Profiler *P) {
+  if (!P->enabled) return;
+  hook_disable(P, L);
+  P->enabled_ns += now_ns() - P->enabled_at;
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &ANCHOR_KEY);
+}
+
+static int l_disable(lua_State *L) {
+  disable(L, check(L));
+  return 0;
+}
+
+static int l_clear(lua_State *L) {
+  Profiler *P = check(L);
+  if (P->enabled) return luaL_error(L, "cprof: clear() while the profile is enabled; disable() first");
+  if (prof_clear(P)) return luaL_error(L, "cprof: out of memory");
+  return 0;
+}
+
+static int l_bias(lua_State *L) {
+  Profiler *P = check(L);
+  if (!lua_isnoneornil(L, 2)) {
+    double b = luaL_checknumber(L, 2);
+    if (b != b) return luaL_argerror(L, 2, "bias must be a number");
+    P->bias = b;
+  }
+  lua_pushnumber(L, P->bias);
+  return 1;
+}
+
+/* The profile's timer now, in its own ticks times its unit: seconds. */
+static int l_now(lua_State *L) {
+  Profiler *P = check(L);
+  P->L = L;
+  P->reading = 1;
+  lua_pushnumber(L, (lua_Number)P->timer.read(P->timer.ud) * P->timer.unit);
+  P->reading = 0;
+  return 1;
+}
+
+static int l_isenabled(lua_State *L) {
+  lua_pushboolean(L, check(L)->enabled);
+  return 1;
+}
+
+/* Calls f(...) with profiling on and returns its results; an error propagates after profiling
+   is off, so no hook is left behind. */
+static int l_runcall(lua_State *L) {
+  Profiler *P = check(L);
+  luaL_checkany(L, 2);
+  l_enable(L);
+  int status = lua_pcall(L, lua_gettop(L) - 2, LUA_MULTRET, 0);
+  disable(L, P);
+  if (status != LUA_OK) return lua_error(L);
+  return lua_gettop(L) - 1;
+}
+
+/* Readings a Lua function timer got wrong are part of what a report must say. */
+static void set_timer_errors(lua_State *L, Profiler *P) {
+  const LuaTimer *lt = &((LProfile *)P)->lt;
+  if (lt->ref == LUA_NOREF || lt->errors == 0) return;
+  lua_pushinteger(L, lt->errors);
+  lua_setfield(L, -2, "timer_errors");
+}
+
+static int l_getstats(lua_State *L) {
+  Profiler *P = check(L);
+  if (tables_push_stats(L, P)) return luaL_error(L, "cprof: out of memory");
+  set_timer_errors(L, P);
+  return 1;
+}
+
+static int l_snapshot(lua_State *L) {
+  Profiler *P = check(L);
+  tables_push_snapshot(L, P, P->enabled ? now_ns() - P->enabled_at : 0);
+  lua_getfield(L, -1, "meta");
+  set_timer_errors(L, P);
+  lua_pop(L, 1);
+  return 1;
+}
+
+static int l_getpid(lua_State *L) {
+  lua_pushinteger(L, (lua_Integer)getpid());
+  return 1;
+}
+
+static int l_hostname(lua_State *L) {
+  char buf[256];
+  if (gethostname(buf, sizeof buf - 1) != 0) return luaL_error(L, "cprof: hostname: %s", strerror(errno));
+  buf[sizeof buf - 1] = '\0';
+  lua_pushstring(L, buf);
+  return 1;
+}
+
+/* A file's modification time in Unix seconds (pstats prints it above a loaded profile). */
+static int l_mtime(lua_State *L) {
+  const char *path = luaL_checkstring(L, 1);
+  struct stat sb;
+  if (stat(path, &sb) != 0) {
+    lua_pushnil(L);
+    lua_pushfstring(L, "cprof: %s: %s", path, strerror(errno));
+    return 2;
+  }
+  lua_pushnumber(L, (lua_Number)sb.st_mtime);
+  return 1;
+}
+
+static int l_gc(lua_State *L) {
+  LProfile *lp = luaL_checkudata(L, 1, PROFILE_MT);
+  hook_forget(&lp->P, L);
+  prof_free(&lp->P);
+  luatimer_free(&lp->lt, L);
+  return 0;
+}
+
+static int l_mark_internal(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  funcs_mark_internal(L, 1);
+  return 0;
+}
+
+static int l_fail_allocations(lua_State *L) {
+  cprof_fail_after((long)luaL_optinteger(L, 1, -1));
+  return 0;
+}
+
+static int l_hooked(lua_State *L) {
+  lua_State *T = lua_type(L, 1) == LUA_TTHREAD ? lua_tothread(L, 1) : L;
+  lua_pushboolean(L, hook_installed(T));
+  return 1;
+}
+
+static const luaL_Reg methods[] = {
+  {"enable", l_enable},       {"disable", l_disable},   {"clear", l_clear},
+  {"getstats", l_getstats},   {"runcall", l_runcall},   {"is_enabled", l_isenabled},
+  {"snapshot", l_snapshot},   {"bias", l_bias},         {"now", l_now},
+  {"sibling", l_sibling},
+  {NULL, NULL}};
+
+int luaopen_cprof_core(lua_State *L) {
+  hook_setup(L);
+  if (luaL_newmetatable(L, PROFILE_MT)) {
+    lua_newtable(L);
+    luaL_setfuncs(L, methods, 0);
+    for (const luaL_Reg *m = methods; m->name; m++) {
+      lua_getfield(L, -1, m->name);
+      funcs_mark_internal(L, -1);
+      lua_pop(L, 1);
+    }
+    lua_setfield(L, -2, "__index");
+    lua_pushcfunction(L, l_gc);
+    lua_setfield(L, -2, "__gc");
+  }
+  lua_createtable(L, 0, 4);
+  lua_pushcfunction(L, l_new);
+  lua_setfield(L, -2, "new");
+  lua_pushcfunction(L, l_mark_internal);
+  lua_setfield(L, -2, "mark_internal");
+  lua_pushcfunction(L, l_hooked);
+  lua_setfield(L, -2, "hooked");
+  lua_pushcfunction(L, l_fail_allocations);
+  lua_setfield(L, -2, "fail_allocations");
+  static const luaL_Reg system[] = {
+    {"getpid", l_getpid}, {"hostname", l_hostname}, {"mtime", l_mtime}, {NULL, NULL}};
+  luaL_setfuncs(L, system, 0);
+  lua_getfield(L, -2, "__index");
+  lua_setfield(L, -2, "methods");
+  lua_remove(L, -2);
+  dump_register(L);
+  memory_register(L);
+  return 1;
+}

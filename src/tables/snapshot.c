@@ -1,0 +1,306 @@
+/* Building Lua tables from the profiler's arrays. Runs once per report or dump, never per call. */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "util/fault.h"
+#include "tables/snapshot.h"
+
+static const char *const KIND_NAMES[] = {"Lua", "main", "C"};
+
+static void set_stat(lua_State *L, const Stat *s, double unit) {
+  lua_pushinteger(L, (lua_Integer)s->calls);
+  lua_setfield(L, -2, "ncalls");
+  lua_pushinteger(L, (lua_Integer)(s->calls - s->rcalls));
+  lua_setfield(L, -2, "pcalls");
+  lua_pushnumber(L, (lua_Number)s->it * unit);
+  lua_setfield(L, -2, "tottime");
+  lua_pushnumber(L, (lua_Number)s->tt * unit);
+  lua_setfield(L, -2, "cumtime");
+}
+
+static void set_int(lua_State *L, const char *k, uint64_t v) {
+  lua_pushinteger(L, (lua_Integer)v);
+  lua_setfield(L, -2, k);
+}
+
+/* Memory per function: its nodes' numbers summed. Sets alloc_count, alloc_bytes, free_count,
+   free_bytes, live_bytes, min_size and max_size on the entries at row[] of the table on top. */
+static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *row) {
+  MemStat *sum = cprof_calloc((size_t)P->nentries + 1, sizeof *sum);
+  if (!sum) return -1;
+  for (uint32_t k = 0; k < P->nnodes && k < P->cmem; k++) {
+    const MemStat *m = &P->mem[k];
+    MemStat *s = &sum[P->nodes[k].entry];
+    if (m->allocs == 0) continue;
+    if (s->allocs == 0 || m->min < s->min) s->min = m->min;
+    if (m->max > s->max) s->max = m->max;
+    s->allocs += m->allocs;
+    s->frees += m->frees;
+    s->bytes += m->bytes;
+    s->freed += m->freed;
+  }
+  for (uint32_t i = 0; i < P->nentries; i++) {
+    if (!row[i]) continue;
+    const MemStat *s = &sum[i];
+    lua_rawgeti(L, -1, (int)row[i]);
+    set_int(L, "alloc_count", s->allocs);
+    set_int(L, "alloc_bytes", s->bytes);
+    set_int(L, "free_count", s->frees);
+    set_int(L, "free_bytes", s->freed);
+    set_int(L, "live_bytes", s->bytes - s->freed);
+    set_int(L, "min_size", s->min);
+    set_int(L, "max_size", s->max);
+    lua_pop(L, 1);
+  }
+  free(sum);
+  return 0;
+}
+
+int tables_push_stats(lua_State *L, const Profiler *P) {
+  double unit = P->timer.unit;
+  uint32_t *row = cprof_malloc(((size_t)P->nentries + 1) * sizeof *row);
+  if (!row) return -1;
+  lua_createtable(L, 0, 4);
+  lua_pushstring(L, P->timer.name);
+  lua_setfield(L, -2, "timer");
+  lua_pushnumber(L, unit);
+  lua_setfield(L, -2, "unit");
+  if (P->oom) {
+    lua_pushinteger(L, (lua_Integer)P->dropped);
+    lua_setfield(L, -2, "dropped");
+  }
+  if (P->tree_folded) {
+    lua_pushinteger(L, (lua_Integer)P->tree_folded);
+    lua_setfield(L, -2, "tree_folded");
+    lua_pushinteger(L, (lua_Integer)P->tree_cap);
+    lua_setfield(L, -2, "tree_cap");
+  }
+  /* What a report must know: the same fields a dump's meta has. */
+  lua_createtable(L, 0, 4);
+  lua_pushnumber(L, P->bias);
+  lua_setfield(L, -2, "bias");
+  lua_pushinteger(L, (lua_Integer)P->dropped);
+  lua_setfield(L, -2, "dropped");
+  lua_pushinteger(L, (lua_Integer)P->tree_folded);
+  lua_setfield(L, -2, "tree_folded");
+  lua_pushinteger(L, (lua_Integer)P->tree_cap);
+  lua_setfield(L, -2, "tree_cap");
+  if (P->memory) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "memory");
+  }
+  lua_setfield(L, -2, "meta");
+  lua_createtable(L, (int)P->nentries, 0);
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < P->nentries; i++) {
+    const Entry *e = &P->entries[i];
+    row[i] = 0;
+    if (e->s.calls == 0) continue;  /* as cProfile: a function still running has no row */
+    row[i] = ++n;
+    lua_createtable(L, 0, 10);
+    lua_pushstring(L, e->file);
+    lua_setfield(L, -2, "file");
+    lua_pushinteger(L, e->kind == KIND_C ? 0 : e->line);
+    lua_setfield(L, -2, "line");
+    lua_pushstring(L, e->name);
+    lua_setfield(L, -2, "name");
+    lua_pushstring(L, KIND_NAMES[e->kind]);
+    lua_setfield(L, -2, "what");
+    set_stat(L, &e->s, unit);
+    lua_newtable(L);
+    lua_setfield(L, -2, "callers");
+    lua_rawseti(L, -2, (int)n);
+  }
+  for (uint32_t i = 0; i < P->nedges; i++) {
+    const Edge *g = &P->edges[i];
+    if (g->s.calls == 0 || !row[g->caller] || !row[g->callee]) continue;
+    lua_rawgeti(L, -1, (int)row[g->callee]);
+    lua_getfield(L, -1, "callers");
+    lua_createtable(L, 0, 4);
+    set_stat(L, &g->s, unit);
+    lua_rawseti(L, -2, (int)row[g->caller]);
+    lua_pop(L, 2);
+  }
+  if (P->memory) push_entry_memory(L, P, row);
+  for (uint32_t i = 0; i < P->nlinerecs; i++) {
+    const LineRec *r = &P->linerecs[i];
+    if (!row[r->entry]) continue;
+    lua_rawgeti(L, -1, (int)row[r->entry]);
+    lua_getfield(L, -1, "lines");
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      lua_newtable(L);
+      lua_pushvalue(L, -1);
+      lua_setfield(L, -3, "lines");
+    }
+    lua_createtable(L, 0, 2);
+    lua_pushinteger(L, (lua_Integer)r->hits);
+    lua_setfield(L, -2, "hits");
+    lua_pushnumber(L, (lua_Number)r->time * unit);
+    lua_setfield(L, -2, "time");
+    lua_rawseti(L, -2, r->line);
+    lua_pop(L, 2);
+  }
+  free(row);
+  lua_setfield(L, -2, "entries");
+  return 0;
+}
+
+/* Columns: one array per field, so a million records cost a few arrays, not a million tables.
+   `stride` and `off` locate the uint32 or Stat field inside each record. */
+typedef enum { COL_U32, COL_INT, COL_U64, COL_TICKS, COL_CALLS, COL_PCALLS, COL_IT, COL_TT } ColKind;
+
+static void push_column(lua_State *L, const char *name, const void *base, size_t stride,
+                        size_t off, uint32_t n, ColKind kind, double unit) {
+  lua_createtable(L, (int)n, 0);
+  for (uint32_t i = 0; i < n; i++) {
+    const char *rec = (const char *)base + (size_t)i * stride + off;
+    const Stat *s = (const Stat *)(const void *)rec;
+    switch (kind) {
+      case COL_U32: {
+        uint32_t v = *(const uint32_t *)(const void *)rec;
+        lua_pushinteger(L, v == IDX_NONE ? 0 : (lua_Integer)v + 1);  /* 1-based; 0 = none */
+        break;
+      }
+      case COL_INT: lua_pushinteger(L, *(const int *)(const void *)rec); break;
+      case COL_U64: lua_pushinteger(L, (lua_Integer) * (const uint64_t *)(const void *)rec); break;
+      case COL_TICKS:
+        lua_pushnumber(L, (lua_Number) * (const cprof_ticks *)(const void *)rec * unit);
+        break;
+      case COL_CALLS: lua_pushinteger(L, (lua_Integer)s->calls); break;
+      case COL_PCALLS: lua_pushinteger(L, (lua_Integer)(s->calls - s->rcalls)); break;
+      case COL_IT: lua_pushnumber(L, (lua_Number)s->it * unit); break;
+      case COL_TT: lua_pushnumber(L, (lua_Number)s->tt * unit); break;
+    }
+    lua_rawseti(L, -2, (int)i + 1);
+  }
+  lua_setfield(L, -2, name);
+}
+
+static void push_stat_columns(lua_State *L, const void *base, size_t stride, size_t off,
+                              uint32_t n, double unit) {
+  push_column(L, "ncalls", base, stride, off, n, COL_CALLS, unit);
+  push_column(L, "pcalls", base, stride, off, n, COL_PCALLS, unit);
+  push_column(L, "tottime", base, stride, off, n, COL_IT, unit);
+  push_column(L, "cumtime", base, stride, off, n, COL_TT, unit);
+}
+
+static void push_frames(lua_State *L, const Profiler *P) {
+  uint32_t n = P->nentries;
+  lua_createtable(L, 0, 11);
+  lua_pushinteger(L, n);
+  lua_setfield(L, -2, "n");
+  static const char *const cols[] = {"kind", "file", "line", "lastline", "name"};
+  for (int c = 0; c < 5; c++) {
+    lua_createtable(L, (int)n, 0);
+    for (uint32_t i = 0; i < n; i++) {
+      const Entry *e = &P->entries[i];
+      switch (c) {
+        case 0: lua_pushstring(L, KIND_NAMES[e->kind]); break;
+        case 1: lua_pushstring(L, e->file); break;
+        case 2: lua_pushinteger(L, e->kind == KIND_C ? 0 : e->line); break;
+        case 3: lua_pushinteger(L, e->lastline); break;
+        default: lua_pushstring(L, e->name); break;
+      }
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    lua_setfield(L, -2, cols[c]);
+  }
+  push_stat_columns(L, P->entries, sizeof *P->entries, offsetof(Entry, s), n, P->timer.unit);
+  lua_setfield(L, -2, "frames");
+}
+
+static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
+  lua_createtable(L, 0, 10);
+  lua_pushstring(L, LUA_VERSION);
+  lua_setfield(L, -2, "lua_version");
+  lua_pushstring(L, P->timer.name);
+  lua_setfield(L, -2, "timer");
+  lua_pushnumber(L, P->timer.unit);
+  lua_setfield(L, -2, "unit");
+  lua_pushnumber(L, P->bias);
+  lua_setfield(L, -2, "bias");
+  lua_pushnumber(L, P->start_time);
+  lua_setfield(L, -2, "start_time");
+  lua_pushnumber(L, (double)(P->enabled_ns + running_ns) * 1e-9);
+  lua_setfield(L, -2, "total_time");
+  lua_pushinteger(L, (lua_Integer)getpid());
+  lua_setfield(L, -2, "pid");
+  lua_pushinteger(L, (lua_Integer)P->tree_cap);
+  lua_setfield(L, -2, "tree_cap");
+  lua_pushinteger(L, (lua_Integer)P->tree_folded);
+  lua_setfield(L, -2, "tree_folded");
+  lua_pushinteger(L, (lua_Integer)P->dropped);
+  lua_setfield(L, -2, "dropped");
+  if (P->memory) {
+    lua_pushboolean(L, 1);
+    lua_setfield(L, -2, "memory");
+    lua_pushinteger(L, (lua_Integer)P->mem_lost);
+    lua_setfield(L, -2, "memory_lost");
+  }
+  lua_setfield(L, -2, "meta");
+}
+
+static void push_node_memory(lua_State *L, const Profiler *P) {
+  static const char *const cols[] = {"alloc_count", "alloc_bytes", "free_count", "free_bytes",
+                                     "min_size", "max_size"};
+  for (int c = 0; c < 6; c++) {
+    lua_createtable(L, (int)P->nnodes, 0);
+    for (uint32_t k = 0; k < P->nnodes; k++) {
+      MemStat m = {0, 0, 0, 0, 0, 0};
+      if (k < P->cmem) m = P->mem[k];
+      uint64_t v = c == 0 ? m.allocs : c == 1 ? m.bytes : c == 2 ? m.frees
+                 : c == 3 ? m.freed : c == 4 ? m.min : m.max;
+      lua_pushinteger(L, (lua_Integer)v);
+      lua_rawseti(L, -2, (int)k + 1);
+    }
+    lua_setfield(L, -2, cols[c]);
+  }
+}
+
+static void push_lines(lua_State *L, const Profiler *P);
+
+void tables_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
+  double unit = P->timer.unit;
+  lua_createtable(L, 0, 4);
+  push_meta(L, P, running_ns);
+  push_frames(L, P);
+
+  lua_createtable(L, 0, 7);
+  lua_pushinteger(L, P->nedges);
+  lua_setfield(L, -2, "n");
+  push_column(L, "caller", P->edges, sizeof *P->edges, offsetof(Edge, caller), P->nedges,
+              COL_U32, unit);
+  push_column(L, "callee", P->edges, sizeof *P->edges, offsetof(Edge, callee), P->nedges,
+              COL_U32, unit);
+  push_stat_columns(L, P->edges, sizeof *P->edges, offsetof(Edge, s), P->nedges, unit);
+  lua_setfield(L, -2, "edges");
+
+  lua_createtable(L, 0, 7);
+  lua_pushinteger(L, P->nnodes);
+  lua_setfield(L, -2, "n");
+  push_column(L, "parent", P->nodes, sizeof *P->nodes, offsetof(Node, parent), P->nnodes,
+              COL_U32, unit);
+  push_column(L, "frame", P->nodes, sizeof *P->nodes, offsetof(Node, entry), P->nnodes,
+              COL_U32, unit);
+  push_stat_columns(L, P->nodes, sizeof *P->nodes, offsetof(Node, s), P->nnodes, unit);
+  if (P->memory) push_node_memory(L, P);
+  lua_setfield(L, -2, "nodes");
+
+  if (P->lines) push_lines(L, P);
+}
+
+/* The line records (a profile made with lines = true): frame, line, hits, time. */
+static void push_lines(lua_State *L, const Profiler *P) {
+  double unit = P->timer.unit;
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, P->nlinerecs);
+  lua_setfield(L, -2, "n");
+  const size_t size = sizeof *P->linerecs;
+  push_column(L, "frame", P->linerecs, size, offsetof(LineRec, entry), P->nlinerecs, COL_U32, unit);
+  push_column(L, "line", P->linerecs, size, offsetof(LineRec, line), P->nlinerecs, COL_INT, unit);
+  push_column(L, "hits", P->linerecs, size, offsetof(LineRec, hits), P->nlinerecs, COL_U64, unit);
+  push_column(L, "time", P->linerecs, size, offsetof(LineRec, time), P->nlinerecs, COL_TICKS,
+              unit);
+  lua_setfield(L, -2, "lines");
+}

@@ -1,0 +1,51 @@
+/*
+ * util/idxmap.h — an open-addressing hash index: maps a key (owned by the caller's records) to a
+ * record number. The map stores only the hash and the record number, so one implementation
+ * serves the function, edge and thread tables; the caller supplies equality.
+ */
+#ifndef CPROF_IDXMAP_H
+#define CPROF_IDXMAP_H
+
+#include <stdint.h>
+#include <stdlib.h>
+
+typedef struct IdxSlot { uint32_t hash; uint32_t idx1; } IdxSlot;  /* idx1 == 0: empty */
+
+typedef struct IdxMap {
+  IdxSlot *slots;
+  uint32_t mask;   /* capacity - 1; capacity is a power of two */
+  uint32_t count;
+} IdxMap;
+
+#define IDX_NONE UINT32_MAX
+
+static inline uint64_t idx_mix64(uint64_t x) {
+  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
+  x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
+  return x ^ (x >> 33);
+}
+
+int idxmap_init(IdxMap *m, uint32_t capacity);
+void idxmap_free(IdxMap *m);
+/* Adds record `idx` under `hash`; grows when 3/4 full. Returns 0, or -1 when out of memory. */
+int idxmap_put(IdxMap *m, uint32_t hash, uint32_t idx);
+/* Removes the slot holding record `idx` (found through `hash`). */
+void idxmap_del(IdxMap *m, uint32_t hash, uint32_t idx);
+
+/* Probes for a record equal to the key; `eq(ctx, idx)` compares record idx with the key. */
+#define IDXMAP_FIND(m, h, eq, ctx, out)                                   \
+  do {                                                                   \
+    uint32_t i_ = (h) & (m)->mask;                                       \
+    (out) = IDX_NONE;                                                    \
+    for (;;) {                                                           \
+      IdxSlot *s_ = &(m)->slots[i_];                                     \
+      if (s_->idx1 == 0) break;                                          \
+      if (s_->hash == (h) && eq((ctx), s_->idx1 - 1)) {                  \
+        (out) = s_->idx1 - 1;                                            \
+        break;                                                           \
+      }                                                                  \
+      i_ = (i_ + 1) & (m)->mask;                                         \
+    }                                                                    \
+  } while (0)
+
+#endif
