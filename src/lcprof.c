@@ -263,7 +263,7 @@ static int l_mark_internal(lua_State *L) {
 }
 
 static int l_fail_allocations(lua_State *L) {
-  cprof_fail_after((long)luaL_optinteger(L, 1, -1));
+  fault_after((long)luaL_optinteger(L, 1, -1));
   return 0;
 }
 

@@ -656,9 +656,9 @@ static void test_states(void) {
     lua_close(S);
   }
   CHECK(made > 0, "some state was made");
-  cprof_fail_after(0);
+  fault_after(0);
   CHECK(cprof_newstate() == NULL, "no heap: no state");
-  cprof_fail_after(-1);
+  fault_after(-1);
 
   /* Out of OS memory in the middle of a program: "not enough memory", then on. */
   L = cprof_newstate();

@@ -244,7 +244,7 @@ int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, s
 /*
  * The writer. The data table is at `data` (docs/FORMAT.md, "The data table").
  * dump_write_file writes `path` atomically (a temporary file in the same folder, then rename);
- * dump_write_memory returns a cprof_malloc'd buffer the caller frees. Both return 0, or push
+ * dump_write_memory returns a fault_malloc'd buffer the caller frees. Both return 0, or push
  * "cprof: <name>: <what is wrong>" and return 1; neither raises.
  */
 int dump_write_file(lua_State *L, const char *path, int data);

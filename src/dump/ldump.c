@@ -24,7 +24,7 @@ static int l_write_dump(lua_State *L) {
   return 1;
 }
 
-/* The whole file in a cprof_malloc'd buffer, or NULL with *err set (an errno, or ENOMEM). */
+/* The whole file in a fault_malloc'd buffer, or NULL with *err set (an errno, or ENOMEM). */
 static unsigned char *slurp(const char *path, size_t *len, int *err, const char **what) {
   int fd;
   do fd = open(path, O_RDONLY | O_CLOEXEC);
@@ -38,13 +38,13 @@ static unsigned char *slurp(const char *path, size_t *len, int *err, const char 
   size_t cap = 65536;
   if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (uint64_t)st.st_size < SIZE_MAX - 1)
     cap = (size_t)st.st_size + 1; /* + 1: the read that sees the end needs room */
-  unsigned char *buf = cprof_malloc(cap);
+  unsigned char *buf = fault_malloc(cap);
   size_t n = 0;
   *what = "cannot read";
   while (buf) {
     if (n == cap) {
       if (cap > SIZE_MAX / 2) break;
-      unsigned char *b = cprof_realloc(buf, cap * 2);
+      unsigned char *b = fault_realloc(buf, cap * 2);
       if (!b) break;
       buf = b;
       cap *= 2;

@@ -25,6 +25,7 @@
 #include <lauxlib.h>
 
 #include "util/fault.h"
+#include "util/hash.h"
 #include "util/compat.h"
 #include "dump/format.h"
 
@@ -82,7 +83,7 @@ static void werr(Writer *W, const char *fmt, ...) {
 static void *walloc(Writer *W, size_t count, size_t size) {
   if (count == 0) count = 1;
   if (count > SIZE_MAX / size) werr(W, "out of memory");
-  void *p = cprof_malloc(count * size);
+  void *p = fault_malloc(count * size);
   if (!p) werr(W, "out of memory");
   return p;
 }
@@ -175,7 +176,7 @@ static void room(Writer *W, size_t n) {
     if (cap > SIZE_MAX / 2) werr(W, "out of memory");
     cap *= 2;
   }
-  unsigned char *b = cprof_realloc(W->buf, cap);
+  unsigned char *b = fault_realloc(W->buf, cap);
   if (!b) werr(W, "out of memory");
   W->buf = b;
   W->cap = cap;
@@ -357,7 +358,7 @@ static uint32_t intern(Writer *W, int sidx) {
   lua_pop(L, 1);
   if (W->nstrs == W->capstrs) {
     uint32_t cap = W->capstrs ? W->capstrs * 2 : 256;
-    Str *s = cprof_realloc(W->strs, (size_t)cap * sizeof *s);
+    Str *s = fault_realloc(W->strs, (size_t)cap * sizeof *s);
     if (!s) werr(W, "out of memory");
     W->strs = s;
     W->capstrs = cap;
@@ -571,13 +572,10 @@ static void open_temp(Writer *W) {
   static unsigned counter;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
-  uint64_t seed = (uint64_t)ts.tv_nsec * 0x9e3779b97f4a7c15u ^ (uint64_t)ts.tv_sec ^
-                  (uint64_t)(uintptr_t)W;
+  uint64_t seed = hash_fib((uint64_t)ts.tv_nsec) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)W;
   for (int tries = 0;; tries++) {
-    seed += 0x9e3779b97f4a7c15u * (++counter);
-    uint64_t r = seed ^ (seed >> 29);
-    r *= 0xbf58476d1ce4e5b9u;
-    r ^= r >> 32;
+    seed += hash_fib(++counter);
+    uint64_t r = hash_mix64(seed);
     snprintf(W->tmppath, plen + 64, "%s.tmp.%ld.%08x", W->name, (long)getpid(), (unsigned)r);
     W->fd = open(W->tmppath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
     if (W->fd >= 0) return;
@@ -726,7 +724,7 @@ int dump_write_memory(lua_State *L, const char *name, int data, unsigned char **
   W.L = L;
   W.name = name;
   W.fd = -1;
-  W.buf = cprof_malloc(4096);
+  W.buf = fault_malloc(4096);
   if (!W.buf) {
     lua_pushfstring(L, "cprof: %s: out of memory", name);
     return 1;

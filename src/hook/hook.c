@@ -14,6 +14,7 @@
 #include "hook/ident.h"
 #include "hook/hook.h"
 #include "mem/memattr.h"
+#include "util/weak.h"
 
 #define OUR_MASK (LUA_MASKCALL | LUA_MASKRET)
 
@@ -345,15 +346,7 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   jit_mode(L, LUAJIT_MODE_FLUSH);
   jit_mode(L, LUAJIT_MODE_OFF);
 #endif
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &THREADS_KEY);
-  if (!lua_istable(L, -1)) {
-    lua_newtable(L);
-    lua_newtable(L);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &THREADS_KEY);
-  }
+  weak_table(L, &THREADS_KEY);
   lua_pop(L, 1);
   lua_State *M = compat_push_main_thread(L);
   Stack *main_st = M && M != L ? adopt(P, L, -1, M) : NULL;

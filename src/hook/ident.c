@@ -10,6 +10,7 @@
 #include "util/fault.h"
 #include "util/compat.h"
 #include "hook/ident.h"
+#include "util/weak.h"
 
 static const char INTERNAL_KEY = 'i';
 
@@ -38,7 +39,7 @@ void funcs_setup(lua_State *L) {
 
 static char *dupstr(const char *s) {
   size_t n = strlen(s) + 1;
-  char *d = cprof_malloc(n);
+  char *d = fault_malloc(n);
   if (d) memcpy(d, s, n);
   return d;
 }
@@ -87,7 +88,7 @@ static char *global_name(lua_State *L) {
           const char *field = lua_tostring(L, -2);
           size_t len = strlen(field) + (rank == 0 ? 0 : strlen(mod) + 1);
           size_t blen = best ? strlen(best) : 0;
-          char *cand = cprof_malloc(len + 1);
+          char *cand = fault_malloc(len + 1);
           if (cand) {
             if (rank == 0) memcpy(cand, field, len + 1);
             else snprintf(cand, len + 1, "%s.%s", mod, field);
@@ -131,17 +132,7 @@ static int is_internal(lua_State *L) {
 
 void funcs_mark_internal(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
-  lua_rawgetp(L, LUA_REGISTRYINDEX, &INTERNAL_KEY);
-  if (!lua_istable(L, -1)) {
-    lua_pop(L, 1);
-    lua_newtable(L);
-    lua_newtable(L);
-    lua_pushliteral(L, "k");
-    lua_setfield(L, -2, "__mode");
-    lua_setmetatable(L, -2);
-    lua_pushvalue(L, -1);
-    lua_rawsetp(L, LUA_REGISTRYINDEX, &INTERNAL_KEY);
-  }
+  weak_table(L, &INTERNAL_KEY);
   lua_pushvalue(L, idx);
   lua_pushboolean(L, 1);
   lua_rawset(L, -3);

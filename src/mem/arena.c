@@ -5,6 +5,8 @@
 #include <sys/mman.h>
 
 #include "mem/arena.h"
+#include "util/fault.h"
+#include "util/hash.h"
 
 /* ---- the OS ---------------------------------------------------------------------------- */
 
@@ -14,13 +16,6 @@ void arena_os_init(arena_os *os, size_t align) {
   os->fail_after = -1;
 }
 
-static int refuse(arena_os *os) {
-  if (os->fail_after < 0) return 0;
-  if (os->fail_after == 0) return 1;
-  os->fail_after--;
-  return 0;
-}
-
 static void counted_map(arena_os *os, size_t size) {
   os->mapped += size;
   os->maps++;
@@ -28,7 +23,7 @@ static void counted_map(arena_os *os, size_t size) {
 }
 
 void *arena_os_map(arena_os *os, size_t size) {
-  if (refuse(os)) return NULL;
+  if (fault_due(&os->fail_after)) return NULL;
   const int prot = PROT_READ | PROT_WRITE, flags = MAP_PRIVATE | MAP_ANONYMOUS;
   void *p = mmap(NULL, size, prot, flags, -1, 0);
   if (p == MAP_FAILED) return NULL;
@@ -58,7 +53,7 @@ void arena_os_unmap(arena_os *os, void *p, size_t size) {
 }
 
 void *arena_meta_alloc(arena_os *os, size_t size) {
-  if (refuse(os)) return NULL;
+  if (fault_due(&os->fail_after)) return NULL;
   void *p = malloc(size);
   if (p) os->meta += size;
   return p;
@@ -156,8 +151,7 @@ static void free_remove(arena *a, btag *t) {
 /* ---- the hash of allocated segments ---------------------------------------------------- */
 
 static size_t hash_of(const arena *a, uintptr_t start) {
-  uint64_t k = (uint64_t)(start >> a->qshift) * 0x9E3779B97F4A7C15ull;
-  return (size_t)(k >> (64 - a->hash_bits));
+  return (size_t)(hash_fib((uint64_t)(start >> a->qshift)) >> (64 - a->hash_bits));
 }
 
 static void hash_grow(arena *a) {

@@ -12,6 +12,7 @@
 #include "util/fault.h"
 #include "util/compat.h"
 #include "mem/lalloc.h"
+#include "util/hash.h"
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -120,7 +121,7 @@ static void update_gates(lalloc *h) {
 }
 
 lalloc *lalloc_new(lua_Alloc prev, void *prevud, long fail_after) {
-  lalloc *h = cprof_malloc(sizeof *h);
+  lalloc *h = fault_malloc(sizeof *h);
   if (!h) return NULL;
   memset(h, 0, sizeof *h);
   if (chunkset_init(&h->cs, fail_after) != 0) {
@@ -319,17 +320,6 @@ static __attribute__((noinline)) void *realloc_ours(lalloc *h, void *p, size_t o
 
 /* ---- tracing --------------------------------------------------------------------------- */
 
-static uint64_t hash_bytes(const void *data, size_t n, uint64_t h) {
-  const unsigned char *b = data;
-  for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 0x100000001b3ull;
-  return h;
-}
-
-static uint64_t hash_ptr(const void *p) {
-  uint64_t k = (uint64_t)(uintptr_t)p * 0x9E3779B97F4A7C15ull;
-  return k ^ (k >> 29);
-}
-
 /* An interned copy of s (the trace's own), or NULL out of memory. */
 static const char *intern(lalloc *h, const char *s) {
   trace *t = &h->tr;
@@ -340,7 +330,7 @@ static const char *intern(lalloc *h, const char *s) {
     memset(ns, 0, ncap * sizeof *ns);
     for (size_t i = 0; i < t->strcap; i++) {
       if (!t->strs[i]) continue;
-      size_t j = hash_bytes(t->strs[i], strlen(t->strs[i]), 14695981039346656037ull) & (ncap - 1);
+      size_t j = hash_bytes(t->strs[i], strlen(t->strs[i]), HASH_BYTES_SEED) & (ncap - 1);
       while (ns[j]) j = (j + 1) & (ncap - 1);
       ns[j] = t->strs[i];
     }
@@ -349,7 +339,7 @@ static const char *intern(lalloc *h, const char *s) {
     t->strcap = ncap;
   }
   size_t len = strlen(s);
-  size_t j = hash_bytes(s, len, 14695981039346656037ull) & (t->strcap - 1);
+  size_t j = hash_bytes(s, len, HASH_BYTES_SEED) & (t->strcap - 1);
   while (t->strs[j]) {
     if (strcmp(t->strs[j], s) == 0) return t->strs[j];
     j = (j + 1) & (t->strcap - 1);
@@ -390,7 +380,7 @@ static int capture(lalloc *h, lalloc_frame *f) {
 }
 
 static uint64_t site_hash(const lalloc_frame *f, int n) {
-  uint64_t hv = 14695981039346656037ull;
+  uint64_t hv = HASH_BYTES_SEED;
   for (int i = 0; i < n; i++) {
     hv = hash_bytes(&f[i].src, sizeof f[i].src, hv);
     hv = hash_bytes(&f[i].line, sizeof f[i].line, hv);
@@ -447,7 +437,7 @@ static long find_site(lalloc *h, const lalloc_frame *f, int n) {
 }
 
 static size_t obj_slot(const trace *t, const void *p) {
-  size_t j = hash_ptr(p) & (t->ocap - 1);
+  size_t j = hash_mix64((uintptr_t)p) & (t->ocap - 1);
   while (t->objs[j].p && t->objs[j].p != p) j = (j + 1) & (t->ocap - 1);
   return j;
 }
@@ -462,7 +452,7 @@ static void obj_remove(lalloc *h, const void *p) {
   s->bytes -= t->objs[i].size;
   size_t hole = i;
   for (size_t j = (i + 1) & mask; t->objs[j].p; j = (j + 1) & mask) {
-    size_t home = hash_ptr(t->objs[j].p) & mask;
+    size_t home = hash_mix64((uintptr_t)t->objs[j].p) & mask;
     int between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
     if (!between) {
       t->objs[hole] = t->objs[j];
@@ -492,7 +482,7 @@ static void trace_record(lalloc *h, void *p, size_t n) {
     memset(no, 0, ncap * sizeof *no);
     for (size_t i = 0; i < t->ocap; i++) {
       if (!t->objs[i].p) continue;
-      size_t j = hash_ptr(t->objs[i].p) & (ncap - 1);
+      size_t j = hash_mix64((uintptr_t)t->objs[i].p) & (ncap - 1);
       while (no[j].p) j = (j + 1) & (ncap - 1);
       no[j] = t->objs[i];
     }

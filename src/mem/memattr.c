@@ -14,12 +14,12 @@ typedef struct BlockProbe {
 
 static int block_matches(const BlockProbe *q, uint32_t i) { return q->P->blocks[i].ptr == q->block; }
 
-static uint32_t block_hash(const void *p) { return hash_ptr(p, 0); }
+static uint32_t block_hash(const void *p) { return hash_ptr_line(p, 0); }
 
 static int grow_mem(Profiler *P) {
   uint32_t cap = P->cnodes;
   if (cap <= P->cmem) return 0;
-  MemStat *m = cprof_realloc(P->mem, (size_t)cap * sizeof *m);
+  MemStat *m = fault_realloc(P->mem, (size_t)cap * sizeof *m);
   if (!m) return -1;
   memset(m + P->cmem, 0, (size_t)(cap - P->cmem) * sizeof *m);
   P->mem = m;
@@ -34,7 +34,7 @@ static void on_alloc(Profiler *P, void *block, size_t size) {
   if (node >= P->cmem && grow_mem(P)) goto lost;
   if (P->nblocks == P->cblocks) {
     uint32_t cap = P->cblocks ? P->cblocks * 2 : 1024;
-    Block *b = cprof_realloc(P->blocks, (size_t)cap * sizeof *b);
+    Block *b = fault_realloc(P->blocks, (size_t)cap * sizeof *b);
     if (!b) goto lost;
     P->blocks = b;
     P->cblocks = cap;

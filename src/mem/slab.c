@@ -2,14 +2,14 @@
 #include <string.h>
 
 #include "mem/slab.h"
+#include "util/hash.h"
 
 slab slab_none;
 
 /* ---- the registry: which chunks are ours ---------------------------------------------- */
 
 static size_t reg_home(uintptr_t key, size_t cap) {
-  uint64_t h = (uint64_t)key * 0x9E3779B97F4A7C15ull;
-  return (size_t)(h >> 32) & (cap - 1);
+  return (size_t)(hash_fib((uint64_t)key) >> 32) & (cap - 1);
 }
 
 static int reg_put(uintptr_t *tab, size_t cap, uintptr_t key) {

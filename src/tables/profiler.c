@@ -11,7 +11,7 @@
 static int grow(void **arr, uint32_t *cap, size_t elem, uint32_t first) {
   uint32_t ncap = *cap ? *cap * 2 : first;
   if (ncap <= *cap) return -1;
-  void *n = cprof_realloc(*arr, (size_t)ncap * elem);
+  void *n = fault_realloc(*arr, (size_t)ncap * elem);
   if (!n) return -1;
   *arr = n;
   *cap = ncap;
@@ -87,9 +87,7 @@ int prof_clear(Profiler *P) {
 }
 
 static uint32_t content_hash(const char *source, size_t srclen, int line) {
-  uint64_t h = 1469598103934665603ULL;
-  for (size_t i = 0; i < srclen; i++) h = (h ^ (unsigned char)source[i]) * 1099511628211ULL;
-  return (uint32_t)idx_mix64(h ^ (uint64_t)(uint32_t)line);
+  return (uint32_t)hash_mix64(hash_bytes(source, srclen, HASH_BYTES_SEED) ^ (uint32_t)line);
 }
 
 typedef struct ContentProbe {
@@ -108,12 +106,12 @@ static int content_matches(const ContentProbe *q, uint32_t i) {
 }
 
 static uint32_t entry_hash(const void *ptr, int line, const char *source, size_t srclen) {
-  return source ? content_hash(source, srclen, line) : hash_ptr(ptr, line);
+  return source ? content_hash(source, srclen, line) : hash_ptr_line(ptr, line);
 }
 
 static int add_key(Profiler *P, const void *ptr, int line, uint32_t entry) {
   if (P->nkeys == P->ckeys && grow((void **)&P->keys, &P->ckeys, sizeof *P->keys, 256)) return -1;
-  if (idxmap_put(&P->kmap, hash_ptr(ptr, line), P->nkeys)) return -1;
+  if (idxmap_put(&P->kmap, hash_ptr_line(ptr, line), P->nkeys)) return -1;
   P->keys[P->nkeys++] = (Key){ptr, line, entry};
   return 0;
 }
@@ -131,7 +129,7 @@ uint32_t prof_add_entry(Profiler *P, const void *ptr, int line, const char *sour
                         char *file, char *name, int kind) {
   char *src = NULL;
   if (source) {
-    src = cprof_malloc(srclen + 1);
+    src = fault_malloc(srclen + 1);
     if (src) {
       memcpy(src, source, srclen);
       src[srclen] = '\0';
@@ -171,7 +169,7 @@ static int edge_matches(const EdgeProbe *q, uint32_t i) {
 
 uint32_t prof_edge(Profiler *P, uint32_t caller, uint32_t callee) {
   EdgeProbe q = {P, caller, callee};
-  uint32_t h = (uint32_t)idx_mix64(((uint64_t)caller << 32) | callee), i;
+  uint32_t h = hash_pair(caller, callee), i;
   IDXMAP_FIND(&P->gmap, h, edge_matches, &q, i);
   if (i != IDX_NONE) return i;
   if ((P->nedges == P->cedges && grow((void **)&P->edges, &P->cedges, sizeof *P->edges, 512)) ||
@@ -203,7 +201,7 @@ static int link_matches(const LinkProbe *q, uint32_t i) {
 
 const Link *prof_link(Profiler *P, uint32_t from, uint32_t from_entry, uint32_t entry) {
   LinkProbe q = {P, from, entry};
-  uint32_t h = (uint32_t)idx_mix64(((uint64_t)from << 32) | entry), i;
+  uint32_t h = hash_pair(from, entry), i;
   IDXMAP_FIND(&P->lmap, h, link_matches, &q, i);
   if (i != IDX_NONE) return &P->links[i];
   Link lk = {from, entry, IDX_NONE, IDX_NONE, 0};
@@ -244,7 +242,7 @@ static int line_matches(const LineProbe *q, uint32_t i) {
 
 uint32_t prof_line(Profiler *P, uint32_t entry, int line) {
   LineProbe q = {P, entry, line};
-  uint32_t h = (uint32_t)idx_mix64(((uint64_t)entry << 32) | (uint32_t)line), i;
+  uint32_t h = hash_pair(entry, (uint32_t)line), i;
   IDXMAP_FIND(&P->rmap, h, line_matches, &q, i);
   if (i != IDX_NONE) return i;
   if ((P->nlinerecs == P->clinerecs &&
@@ -265,7 +263,7 @@ static int stack_matches(const StackProbe *q, uint32_t i) { return q->P->stacks[
 static uint32_t find_stack_index(Profiler *P, lua_State *L) {
   StackProbe q = {P, L};
   uint32_t i;
-  IDXMAP_FIND(&P->smap, hash_ptr(L, 0), stack_matches, &q, i);
+  IDXMAP_FIND(&P->smap, hash_ptr_line(L, 0), stack_matches, &q, i);
   return i;
 }
 
@@ -275,14 +273,14 @@ Stack *prof_find_stack(Profiler *P, lua_State *L) {
 }
 
 Stack *prof_new_stack(Profiler *P, lua_State *L) {
-  Stack *st = cprof_calloc(1, sizeof *st);
+  Stack *st = fault_calloc(1, sizeof *st);
   if (!st) return NULL;
   st->P = P;
   st->L = L;
   st->id = P->next_stack_id++;
   if ((P->nstacks == P->cstacks &&
        grow((void **)&P->stacks, &P->cstacks, sizeof *P->stacks, 16)) ||
-      idxmap_put(&P->smap, hash_ptr(L, 0), P->nstacks)) {
+      idxmap_put(&P->smap, hash_ptr_line(L, 0), P->nstacks)) {
     free(st);
     return NULL;
   }
@@ -294,13 +292,13 @@ void prof_drop_stack(Profiler *P, Stack *st) {
   uint32_t i = find_stack_index(P, st->L);
   if (i == IDX_NONE || P->stacks[i] != st) return;
   uint32_t last = P->nstacks - 1;
-  idxmap_del(&P->smap, hash_ptr(st->L, 0), i);
+  idxmap_del(&P->smap, hash_ptr_line(st->L, 0), i);
   if (i != last) {
     /* Move the last stack into the hole; its map slot must name the new index. */
     Stack *moved = P->stacks[last];
-    idxmap_del(&P->smap, hash_ptr(moved->L, 0), last);
+    idxmap_del(&P->smap, hash_ptr_line(moved->L, 0), last);
     P->stacks[i] = moved;
-    idxmap_put(&P->smap, hash_ptr(moved->L, 0), i);  /* cannot grow: a slot was just freed */
+    idxmap_put(&P->smap, hash_ptr_line(moved->L, 0), i);  /* cannot grow: a slot was just freed */
   }
   P->nstacks--;
   if (P->cur == st) P->cur = NULL;

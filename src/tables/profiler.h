@@ -13,6 +13,7 @@
 #include <lua.h>
 
 #include "cprof.h"
+#include "util/hash.h"
 #include "util/idxmap.h"
 
 /* cProfile's per-function and per-edge counters. `level` is how many activations are open
@@ -183,10 +184,6 @@ void prof_free(Profiler *P);
 /* Forgets every number; keeps the timer. Only while disabled. */
 int prof_clear(Profiler *P);
 
-static inline uint32_t hash_ptr(const void *p, int line) {
-  return (uint32_t)idx_mix64((uint64_t)(uintptr_t)p ^ ((uint64_t)(uint32_t)line << 48));
-}
-
 /* The entry of a function seen under this address: Lua functions are (chunk name text, line
    defined) with `source` the chunk name; C functions are (function, -1) with source NULL.
    The fast path: one probe and, for Lua, one comparison of the chunk name. */
@@ -231,7 +228,7 @@ static inline int key_matches(const KeyProbe *q, uint32_t k) {
 static inline uint32_t prof_find_key(Profiler *P, const void *ptr, int line, const char *source,
                                      size_t srclen) {
   KeyProbe q = {P, ptr, line, source, srclen};
-  uint32_t h = hash_ptr(ptr, line), k;
+  uint32_t h = hash_ptr_line(ptr, line), k;
   IDXMAP_FIND(&P->kmap, h, key_matches, &q, k);
   return k == IDX_NONE ? IDX_NONE : P->keys[k].entry;
 }

@@ -26,7 +26,7 @@ static void set_int(lua_State *L, const char *k, uint64_t v) {
 /* Memory per function: its nodes' numbers summed. Sets alloc_count, alloc_bytes, free_count,
    free_bytes, live_bytes, min_size and max_size on the entries at row[] of the table on top. */
 static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *row) {
-  MemStat *sum = cprof_calloc((size_t)P->nentries + 1, sizeof *sum);
+  MemStat *sum = fault_calloc((size_t)P->nentries + 1, sizeof *sum);
   if (!sum) return -1;
   for (uint32_t k = 0; k < P->nnodes && k < P->cmem; k++) {
     const MemStat *m = &P->mem[k];
@@ -58,7 +58,7 @@ static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *ro
 
 int tables_push_stats(lua_State *L, const Profiler *P) {
   double unit = P->timer.unit;
-  uint32_t *row = cprof_malloc(((size_t)P->nentries + 1) * sizeof *row);
+  uint32_t *row = fault_malloc(((size_t)P->nentries + 1) * sizeof *row);
   if (!row) return -1;
   lua_createtable(L, 0, 4);
   lua_pushstring(L, P->timer.name);

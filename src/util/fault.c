@@ -1,20 +1,17 @@
-/* Allocation happens only when a new function, edge, coroutine or depth appears, so the check
-   costs nothing per call. */
+/* The countdown of cprof's own allocations (util/fault.h). Process-wide, like malloc: only the
+   specs set it, from one thread. */
 #include <stdlib.h>
 
 #include "util/fault.h"
 
 static long countdown = -1;
 
-void cprof_fail_after(long n) { countdown = n; }
+void fault_after(long n) { countdown = n; }
 
-static int refuse(void) {
-  if (countdown < 0) return 0;
-  if (countdown == 0) return 1;
-  countdown--;
-  return 0;
+void *fault_malloc(size_t size) { return fault_due(&countdown) ? NULL : malloc(size); }
+void *fault_calloc(size_t count, size_t size) {
+  return fault_due(&countdown) ? NULL : calloc(count, size);
 }
-
-void *cprof_malloc(size_t size) { return refuse() ? NULL : malloc(size); }
-void *cprof_calloc(size_t count, size_t size) { return refuse() ? NULL : calloc(count, size); }
-void *cprof_realloc(void *p, size_t size) { return refuse() ? NULL : realloc(p, size); }
+void *fault_realloc(void *p, size_t size) {
+  return fault_due(&countdown) ? NULL : realloc(p, size);
+}

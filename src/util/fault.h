@@ -1,17 +1,28 @@
 /*
- * util/fault.h — cprof's allocations, with a switch that makes them fail on purpose, so that the
- * specs can walk every out-of-memory path (cprof.core.fail_allocations).
+ * util/fault.h — fault injection: allocations that can be made to fail on purpose, so that the
+ * specs and the C tests walk every out-of-memory path (cprof.core.fail_allocations for cprof's
+ * own tables, cprof.memory.fail_after for the allocator's mappings and metadata).
  */
-#ifndef CPROF_ALLOC_H
-#define CPROF_ALLOC_H
+#ifndef CPROF_FAULT_H
+#define CPROF_FAULT_H
 
 #include <stddef.h>
 
-/* After `n` more successful allocations every allocation fails; n < 0: never (the default). */
-void cprof_fail_after(long n);
+/* One countdown: *left more requests succeed, then every one fails; *left < 0: none ever fails.
+   Whether this request must fail (it counts it). Costs a load and a compare when off. */
+static inline int fault_due(long *left) {
+  if (*left < 0) return 0;
+  if (*left == 0) return 1;
+  (*left)--;
+  return 0;
+}
 
-void *cprof_malloc(size_t size);
-void *cprof_calloc(size_t count, size_t size);
-void *cprof_realloc(void *p, size_t size);
+/* cprof's own allocations: malloc, calloc and realloc under the countdown fault_after sets
+   (n < 0, the default: never fail). They run only when a new function, edge, coroutine or
+   depth appears, so the check costs nothing per call. */
+void fault_after(long n);
+void *fault_malloc(size_t size);
+void *fault_calloc(size_t count, size_t size);
+void *fault_realloc(void *p, size_t size);
 
 #endif

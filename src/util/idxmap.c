@@ -3,7 +3,7 @@
 #include "util/idxmap.h"
 
 int idxmap_init(IdxMap *m, uint32_t capacity) {
-  m->slots = cprof_calloc(capacity, sizeof *m->slots);
+  m->slots = fault_calloc(capacity, sizeof *m->slots);
   m->mask = capacity - 1;
   m->count = 0;
   return m->slots ? 0 : -1;
@@ -25,7 +25,7 @@ int idxmap_put(IdxMap *m, uint32_t hash, uint32_t idx) {
   if ((m->count + 1) * 4 > (m->mask + 1) * 3) {
     uint32_t cap = (m->mask + 1) * 2;
     if (cap == 0) return -1;
-    IdxSlot *ns = cprof_calloc(cap, sizeof *ns);
+    IdxSlot *ns = fault_calloc(cap, sizeof *ns);
     if (!ns) return -1;
     for (uint32_t i = 0; i <= m->mask; i++)
       if (m->slots[i].idx1 != 0) insert_slot(ns, cap - 1, m->slots[i]);

@@ -19,12 +19,6 @@ typedef struct IdxMap {
 
 #define IDX_NONE UINT32_MAX
 
-static inline uint64_t idx_mix64(uint64_t x) {
-  x ^= x >> 33; x *= 0xff51afd7ed558ccdULL;
-  x ^= x >> 33; x *= 0xc4ceb9fe1a85ec53ULL;
-  return x ^ (x >> 33);
-}
-
 int idxmap_init(IdxMap *m, uint32_t capacity);
 void idxmap_free(IdxMap *m);
 /* Adds record `idx` under `hash`; grows when 3/4 full. Returns 0, or -1 when out of memory. */
