@@ -98,8 +98,4 @@ int cprof_mem_totals_of(struct lua_State *L, cprof_mem_totals *t);
 size_t cprof_mem_caches_of(struct lua_State *L, cprof_mem_cache *rows, size_t max);
 size_t cprof_mem_types_of(struct lua_State *L, cprof_mem_type *rows, size_t max);
 
-/* Adds the `memory` subtable (install, stats, limit, trace: docs/MEMORY.md) to the table on the
-   top of L's stack; luaopen_cprof_core does this for cprof.core. */
-void memory_register(struct lua_State *L);
-
 #endif

@@ -1,22 +1,23 @@
 /* cprof.core: the Profile object over the engine. Lua-side conveniences (run, runctx, reports)
    live in lua/cprof/init.lua, added to the same method table. */
-#include <stdlib.h>
-
-#include <lauxlib.h>
-
-#include "util/fault.h"
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
-#include "util/compat.h"
-#include "dump/format.h"
-#include "hook/ident.h"
+#include <lauxlib.h>
+
+#include "dump/ldump.h"
 #include "hook/hook.h"
+#include "hook/ident.h"
 #include "hook/luatimer.h"
+#include "hook/proghook.h"
+#include "mem/lmemory.h"
 #include "tables/snapshot.h"
+#include "util/compat.h"
+#include "util/fault.h"
 
 #define PROFILE_MT "cprof.Profile"
 
@@ -42,7 +43,7 @@ static Profiler *push_profile(lua_State *L, const cprof_timer *timer, int timer_
   Profiler *P = &lp->P;
   lp->lt.ref = LUA_NOREF;
   int failed = prof_init(P, timer);
-  if (timer_fn) luatimer_init(&lp->lt, P, L, timer_fn, unit);
+  if (timer_fn) luatimer_init(&lp->lt, &P->clock, L, timer_fn, unit);
   luaL_getmetatable(L, PROFILE_MT);
   lua_setmetatable(L, -2);  /* from here on __gc frees whatever prof_init made */
   if (failed) luaL_error(L, "cprof: out of memory");
@@ -97,8 +98,8 @@ static int l_new(lua_State *L) {
     return luaL_argerror(L, 1, "options table expected");
   }
   Profiler *P = push_profile(L, &timer, timer_fn, unit);
-  P->tree_cap = tree_cap;
-  P->lines = lines;
+  P->tree.limit = tree_cap;
+  P->lines.on = lines;
   P->bias = bias;
   return 1;
 }
@@ -111,9 +112,9 @@ static int l_sibling(lua_State *L) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, lp->lt.ref);
     fn = lua_gettop(L);
   }
-  Profiler *P = push_profile(L, &lp->P.timer, fn, lp->lt.ticks ? lp->P.timer.unit : 0);
-  P->tree_cap = lp->P.tree_cap;
-  P->lines = lp->P.lines;
+  Profiler *P = push_profile(L, &lp->P.clock.timer, fn, lp->lt.ticks ? lp->P.clock.timer.unit : 0);
+  P->tree.limit = lp->P.tree.limit;
+  P->lines.on = lp->P.lines.on;
   P->bias = lp->P.bias;
   return 1;
 }
@@ -174,10 +175,8 @@ static int l_bias(lua_State *L) {
 /* The profile's timer now, in its own ticks times its unit: seconds. */
 static int l_now(lua_State *L) {
   Profiler *P = check(L);
-  P->L = L;
-  P->reading = 1;
-  lua_pushnumber(L, (lua_Number)P->timer.read(P->timer.ud) * P->timer.unit);
-  P->reading = 0;
+  P->clock.L = L;
+  lua_pushnumber(L, (lua_Number)clock_read_outside(&P->clock) * P->clock.timer.unit);
   return 1;
 }
 
@@ -208,14 +207,14 @@ static void set_timer_errors(lua_State *L, Profiler *P) {
 
 static int l_getstats(lua_State *L) {
   Profiler *P = check(L);
-  if (tables_push_stats(L, P)) return luaL_error(L, "cprof: out of memory");
+  if (snap_push_stats(L, P)) return luaL_error(L, "cprof: out of memory");
   set_timer_errors(L, P);
   return 1;
 }
 
 static int l_snapshot(lua_State *L) {
   Profiler *P = check(L);
-  tables_push_snapshot(L, P, P->enabled ? now_ns() - P->enabled_at : 0);
+  snap_push_snapshot(L, P, P->enabled ? now_ns() - P->enabled_at : 0);
   lua_getfield(L, -1, "meta");
   set_timer_errors(L, P);
   lua_pop(L, 1);
@@ -258,7 +257,7 @@ static int l_gc(lua_State *L) {
 
 static int l_mark_internal(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  funcs_mark_internal(L, 1);
+  ident_mark_internal(L, 1);
   return 0;
 }
 
@@ -281,13 +280,14 @@ static const luaL_Reg methods[] = {
   {NULL, NULL}};
 
 int luaopen_cprof_core(lua_State *L) {
-  hook_setup(L);
+  ident_setup(L);
+  proghook_setup(L);
   if (luaL_newmetatable(L, PROFILE_MT)) {
     lua_newtable(L);
     luaL_setfuncs(L, methods, 0);
     for (const luaL_Reg *m = methods; m->name; m++) {
       lua_getfield(L, -1, m->name);
-      funcs_mark_internal(L, -1);
+      ident_mark_internal(L, -1);
       lua_pop(L, 1);
     }
     lua_setfield(L, -2, "__index");
@@ -309,7 +309,7 @@ int luaopen_cprof_core(lua_State *L) {
   lua_getfield(L, -2, "__index");
   lua_setfield(L, -2, "methods");
   lua_remove(L, -2);
-  dump_register(L);
-  memory_register(L);
+  ldump_register(L);
+  lmemory_register(L);
   return 1;
 }

@@ -251,7 +251,4 @@ int dump_write_file(lua_State *L, const char *path, int data);
 int dump_write_memory(lua_State *L, const char *name, int data, unsigned char **out,
                       size_t *outlen);
 
-/* Adds write_dump and read_dump to the table at the top of the stack. */
-void dump_register(lua_State *L);
-
 #endif

@@ -14,6 +14,7 @@
 #include "util/fault.h"
 #include "util/compat.h"
 #include "dump/format.h"
+#include "dump/ldump.h"
 
 /* core.write_dump(path, data) -> true; raises "cprof: <path>: <what is wrong>". */
 static int l_write_dump(lua_State *L) {
@@ -90,7 +91,7 @@ static int l_read_dump(lua_State *L) {
   return 1;
 }
 
-void dump_register(lua_State *L) {
+void ldump_register(lua_State *L) {
   lua_pushcfunction(L, l_write_dump);
   lua_setfield(L, -2, "write_dump");
   lua_pushcfunction(L, l_read_dump);

@@ -11,21 +11,21 @@ static inline void account(Stat *s, cprof_ticks tt, cprof_ticks it) {
 
 /* A frame becomes active (+1) or stops being active (-1) for the recursion counters. */
 static void levels(Profiler *P, const Frame *fr, int d) {
-  P->entries[fr->entry].s.level += d;
-  if (fr->edge != IDX_NONE) P->edges[fr->edge].s.level += d;
-  P->nodes[fr->node].s.level += d;
+  P->fns.entries[fr->entry].s.level += d;
+  if (fr->edge != IDX_NONE) P->tree.edges[fr->edge].s.level += d;
+  P->tree.nodes[fr->node].s.level += d;
 }
 
 static void close_top(Profiler *P, Stack *st, cprof_ticks now) {
   Frame *fr = &st->f[--st->n];
   cprof_ticks tt = now - fr->t0;
-  if (fr->line != IDX_NONE) P->linerecs[fr->line].time += now - fr->line_t0;
+  if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += now - fr->line_t0;
   /* A coroutine's bottom frame has its caller on another stack: that caller is charged
      through the switch (eng_switch), which also counts the time of nested coroutines. */
   if (st->n > 0) st->f[st->n - 1].subt += tt;
-  account(&P->entries[fr->entry].s, tt, tt - fr->subt);
-  if (fr->edge != IDX_NONE) account(&P->edges[fr->edge].s, tt, tt - fr->subt);
-  account(&P->nodes[fr->node].s, tt, tt - fr->subt);
+  account(&P->fns.entries[fr->entry].s, tt, tt - fr->subt);
+  if (fr->edge != IDX_NONE) account(&P->tree.edges[fr->edge].s, tt, tt - fr->subt);
+  account(&P->tree.nodes[fr->node].s, tt, tt - fr->subt);
 }
 
 static void discard_top(Profiler *P, Stack *st) {
@@ -50,14 +50,14 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
     int64_t keep = parent_ci ? find_frame(st, parent_ci) : -1;
     close_above(P, st, keep, now);
   }
-  if (st->n == st->cap && stack_grow(st)) return -1;
+  if (st->n == st->cap && stk_grow(st)) return -1;
   /* A coroutine's first frame is called by the frame that resumed it. */
   const Stack *from = st->n > 0 ? st : st->resumer && st->resumer->n > 0 ? st->resumer : NULL;
   const Frame *caller = from ? &from->f[from->n - 1] : NULL;
-  const Link *lk = prof_link(P, caller ? caller->node : IDX_NONE,
+  const Link *lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE,
                              caller ? caller->entry : IDX_NONE, entry);
   if (!lk) return -1;
-  if (lk->capped) P->tree_folded++;
+  if (lk->capped) P->tree.folded++;
   st->f[st->n] = (Frame){ci, entry, lk->edge, lk->node, IDX_NONE, now, 0, 0};
   levels(P, &st->f[st->n++], +1);
   return 0;
@@ -78,10 +78,10 @@ int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now) {
   st->last = now;
   if (st->n == 0) return 0;
   Frame *fr = &st->f[st->n - 1];
-  if (fr->line != IDX_NONE) P->linerecs[fr->line].time += now - fr->line_t0;
-  fr->line = prof_line(P, fr->entry, line);
+  if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += now - fr->line_t0;
+  fr->line = line_record(&P->lines, fr->entry, line);
   if (fr->line == IDX_NONE) return -1;
-  P->linerecs[fr->line].hits++;
+  P->lines.recs[fr->line].hits++;
   fr->line_t0 = now;
   return 0;
 }
@@ -133,7 +133,7 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
 
 void eng_flush(Profiler *P, Stack *cur, cprof_ticks now) {
   if (cur) {
-    while (cur->n > 0 && P->entries[cur->f[cur->n - 1].entry].internal) discard_top(P, cur);
+    while (cur->n > 0 && P->fns.entries[cur->f[cur->n - 1].entry].internal) discard_top(P, cur);
     /* Close the running chain innermost first, so each resumer gets its coroutine's time. */
     for (Stack *st = cur; st; ) {
       Stack *up = st->resumer;
@@ -143,5 +143,5 @@ void eng_flush(Profiler *P, Stack *cur, cprof_ticks now) {
       st = up;
     }
   }
-  for (uint32_t i = 0; i < P->nstacks; i++) eng_close_all(P, P->stacks[i], now);
+  for (uint32_t i = 0; i < P->stacks.n; i++) eng_close_all(P, P->stacks.all[i], now);
 }

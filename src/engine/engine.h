@@ -9,17 +9,6 @@
 
 #include "tables/profiler.h"
 
-/* The profile's clock: the timer less the time spent inside cprof's hook, which stops the clock
-   while it runs (Profiler.hook_ticks), so no frame is charged for cprof's own work; it never
-   goes back. This reads it outside the hook (the hook reads it itself): a timer that is a Lua
-   function would be profiled, so the hook ignores what happens while it reads. */
-static inline cprof_ticks eng_now_outside(Profiler *P) {
-  P->reading = 1;
-  cprof_ticks t = P->timer.read(P->timer.ud) - (cprof_ticks)P->hook_ticks;
-  P->reading = 0;
-  return t < P->vlast ? P->vlast : t;
-}
-
 /* A call at `now` of `entry` in activation `ci` whose caller is activation `parent_ci` (NULL:
    none in this thread). Frames above the caller's are stale (unwound by an error, or replaced
    by a tail call) and are closed first. Returns 0, or -1 when out of memory (the call is not

@@ -1,4 +1,4 @@
-/* Identity and names. Only the first lines of funcs_resolve run per call; naming a function
+/* Identity and names. Only the first lines of ident_resolve run per call; naming a function
    walks the loaded modules, so it happens once per function. */
 #include <stdint.h>
 #include <stdio.h>
@@ -7,32 +7,32 @@
 
 #include <lauxlib.h>
 
-#include "util/fault.h"
-#include "util/compat.h"
 #include "hook/ident.h"
+#include "util/compat.h"
+#include "util/fault.h"
 #include "util/weak.h"
 
 static const char INTERNAL_KEY = 'i';
 
-lua_CFunction funcs_resume, funcs_wrap;
+lua_CFunction ident_resume, ident_wrap;
 
 static int noop(lua_State *L) {
   (void)L;
   return 0;
 }
 
-void funcs_setup(lua_State *L) {
+void ident_setup(lua_State *L) {
   int top = lua_gettop(L);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
   lua_getfield(L, -1, "coroutine");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "resume");
-    if (lua_iscfunction(L, -1)) funcs_resume = lua_tocfunction(L, -1);
+    if (lua_iscfunction(L, -1)) ident_resume = lua_tocfunction(L, -1);
     lua_pop(L, 1);
     lua_getfield(L, -1, "wrap");
     lua_pushcfunction(L, noop);
     if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_iscfunction(L, -1))
-      funcs_wrap = lua_tocfunction(L, -1);
+      ident_wrap = lua_tocfunction(L, -1);
   }
   lua_settop(L, top);
 }
@@ -42,14 +42,6 @@ static char *dupstr(const char *s) {
   char *d = fault_malloc(n);
   if (d) memcpy(d, s, n);
   return d;
-}
-
-static size_t source_len(const lua_Debug *ar) {
-#if LUA_VERSION_NUM >= 504
-  return ar->srclen;
-#else
-  return strlen(ar->source);
-#endif
 }
 
 /* Where a name comes from: globals first, then Lua's standard libraries, then other modules, so
@@ -130,7 +122,7 @@ static int is_internal(lua_State *L) {
   return yes;
 }
 
-void funcs_mark_internal(lua_State *L, int idx) {
+void ident_mark_internal(lua_State *L, int idx) {
   idx = lua_absindex(L, idx);
   weak_table(L, &INTERNAL_KEY);
   lua_pushvalue(L, idx);
@@ -143,8 +135,8 @@ void funcs_mark_internal(lua_State *L, int idx) {
    as the function given to pcall; later calls may come from Lua code that names them. */
 enum { NAME_TRIES = 8 };
 
-static void rename_from_call(Profiler *P, uint32_t e, lua_State *L, lua_Debug *ar) {
-  Entry *en = &P->entries[e];
+static void rename_from_call(FuncTable *F, uint32_t e, lua_State *L, lua_Debug *ar) {
+  Entry *en = &F->entries[e];
   en->name_tries--;
   if (!lua_getinfo(L, "n", ar) || !ar->name) return;
   char *n = dupstr(ar->name);
@@ -154,9 +146,9 @@ static void rename_from_call(Profiler *P, uint32_t e, lua_State *L, lua_Debug *a
   en->name_tries = 0;
 }
 
-static uint32_t create(Profiler *P, lua_State *L, lua_Debug *ar, const void *ptr, int line,
+static uint32_t create(FuncTable *F, lua_State *L, lua_Debug *ar, const void *ptr, int line,
                        const char *source, size_t srclen) {
-  uint32_t e = prof_find_content(P, ptr, line, source, srclen);
+  uint32_t e = fn_find_content(F, ptr, line, source, srclen);
   if (e != IDX_NONE) return e;
   lua_getinfo(L, "nf", ar);
   int kind = source ? (strcmp(ar->what, "main") == 0 ? KIND_MAIN : KIND_LUA) : KIND_C;
@@ -168,7 +160,7 @@ static uint32_t create(Profiler *P, lua_State *L, lua_Debug *ar, const void *ptr
   } else if (kind == KIND_LUA && named) {
     name = dupstr(ar->name);
   } else {
-    name = kind == KIND_C && ptr == (const void *)(uintptr_t)funcs_wrap && funcs_wrap
+    name = kind == KIND_C && ptr == (const void *)(uintptr_t)ident_wrap && ident_wrap
                ? dupstr("function made by coroutine.wrap")
                : global_name(L);
     if (name) {
@@ -183,18 +175,18 @@ static uint32_t create(Profiler *P, lua_State *L, lua_Debug *ar, const void *ptr
   }
   int internal = is_internal(L);
   lua_pop(L, 1);
-  e = prof_add_entry(P, ptr, line, source, srclen, kind == KIND_C ? dupstr("~") : file_of(ar),
+  e = fn_add(F, ptr, line, source, srclen, kind == KIND_C ? dupstr("~") : file_of(ar),
                      name, kind);
   if (e != IDX_NONE) {
-    P->entries[e].internal = (uint8_t)internal;
-    P->entries[e].lastline = kind == KIND_C ? -1 : ar->lastlinedefined;
-    P->entries[e].name_tries = named ? 0 : NAME_TRIES;
-    if (kind == KIND_MAIN) P->entries[e].line = 0;
+    F->entries[e].internal = (uint8_t)internal;
+    F->entries[e].lastline = kind == KIND_C ? -1 : ar->lastlinedefined;
+    F->entries[e].name_tries = named ? 0 : NAME_TRIES;
+    if (kind == KIND_MAIN) F->entries[e].line = 0;
   }
   return e;
 }
 
-uint32_t funcs_resolve(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf) {
+uint32_t ident_resolve(FuncTable *F, lua_State *L, lua_Debug *ar, lua_CFunction *cf) {
   lua_getinfo(L, "S", ar);
   uint32_t e;
   if (ar->what[0] == 'C') {
@@ -203,14 +195,14 @@ uint32_t funcs_resolve(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *
     /* LuaJIT's built-in fast functions have no C function pointer; they never die either. */
     const void *ptr = *cf ? (const void *)(uintptr_t)*cf : lua_topointer(L, -1);
     lua_pop(L, 1);
-    e = prof_find_key(P, ptr, -1, NULL, 0);
-    if (e == IDX_NONE) e = create(P, L, ar, ptr, -1, NULL, 0);
+    e = fn_find_key(F, ptr, -1, NULL, 0);
+    if (e == IDX_NONE) e = create(F, L, ar, ptr, -1, NULL, 0);
     return e;
   }
   *cf = NULL;
-  size_t len = source_len(ar);
-  e = prof_find_key(P, ar->source, ar->linedefined, ar->source, len);
-  if (e == IDX_NONE) return create(P, L, ar, ar->source, ar->linedefined, ar->source, len);
-  if (P->entries[e].name_tries) rename_from_call(P, e, L, ar);
+  size_t len = compat_srclen(ar);
+  e = fn_find_key(F, ar->source, ar->linedefined, ar->source, len);
+  if (e == IDX_NONE) return create(F, L, ar, ar->source, ar->linedefined, ar->source, len);
+  if (F->entries[e].name_tries) rename_from_call(F, e, L, ar);
   return e;
 }

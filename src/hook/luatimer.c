@@ -8,7 +8,7 @@
 
 static cprof_ticks read_lua(void *ud) {
   LuaTimer *t = ud;
-  lua_State *L = t->P->L;
+  lua_State *L = t->clock->L;
   if (!L || !lua_checkstack(L, 2)) {
     t->errors++;
     return t->last;
@@ -27,15 +27,15 @@ static cprof_ticks read_lua(void *ud) {
   return t->last;
 }
 
-void luatimer_init(LuaTimer *t, Profiler *P, lua_State *L, int idx, double unit) {
+void luatimer_init(LuaTimer *t, Clock *clock, lua_State *L, int idx, double unit) {
   lua_pushvalue(L, idx);
   t->ref = luaL_ref(L, LUA_REGISTRYINDEX);
-  t->P = P;
+  t->clock = clock;
   t->ticks = unit > 0;
   t->last = 0;
   t->errors = 0;
   /* Exact: its readings are the profile (it may count them, as Python's golden runs do). */
-  prof_set_timer(P, &(cprof_timer){"lua function", unit > 0 ? unit : 1e-9, read_lua, t, 1});
+  clock_set_timer(clock, &(cprof_timer){"lua function", unit > 0 ? unit : 1e-9, read_lua, t, 1});
 }
 
 void luatimer_free(LuaTimer *t, lua_State *L) {

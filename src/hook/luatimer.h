@@ -8,18 +8,18 @@
 
 #include <lua.h>
 
-#include "tables/profiler.h"
+#include "hook/clock.h"
 
 typedef struct LuaTimer {
-  Profiler *P;        /* P->L is the thread the hook is running in: f is called there */
+  Clock *clock;       /* clock->L is the thread the hook is running in: f is called there */
   int ref;            /* f, in the registry; LUA_NOREF when unused */
   int ticks;          /* f returns integer ticks (a unit was given), not float seconds */
   cprof_ticks last;   /* the last good reading, repeated when f fails */
   lua_Integer errors; /* readings that failed: f raised an error or returned no number */
 } LuaTimer;
 
-/* Makes the function at `idx` P's timer; `unit` <= 0: it returns float seconds. */
-void luatimer_init(LuaTimer *t, Profiler *P, lua_State *L, int idx, double unit);
+/* Makes the function at `idx` the clock's timer; `unit` <= 0: it returns float seconds. */
+void luatimer_init(LuaTimer *t, Clock *clock, lua_State *L, int idx, double unit);
 void luatimer_free(LuaTimer *t, lua_State *L);
 
 #endif

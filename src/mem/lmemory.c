@@ -6,6 +6,7 @@
 
 #include "util/compat.h"
 #include "mem/lalloc.h"
+#include "mem/lmemory.h"
 
 static lalloc *heap(lua_State *L) {
   lalloc *h = lalloc_of(L);
@@ -288,7 +289,7 @@ static int l_uninstall(lua_State *L) {
                        "are still in use by the state, and only it can free them");
 }
 
-void memory_register(lua_State *L) {
+void lmemory_register(lua_State *L) {
   static const luaL_Reg fns[] = {
     {"install", l_install},       {"installed", l_installed}, {"stats", l_stats},
     {"bytes", l_bytes},           {"type", l_type},

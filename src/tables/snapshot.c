@@ -2,8 +2,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-#include "util/fault.h"
 #include "tables/snapshot.h"
+#include "util/fault.h"
 
 static const char *const KIND_NAMES[] = {"Lua", "main", "C"};
 
@@ -26,20 +26,20 @@ static void set_int(lua_State *L, const char *k, uint64_t v) {
 /* Memory per function: its nodes' numbers summed. Sets alloc_count, alloc_bytes, free_count,
    free_bytes, live_bytes, min_size and max_size on the entries at row[] of the table on top. */
 static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *row) {
-  MemStat *sum = fault_calloc((size_t)P->nentries + 1, sizeof *sum);
+  MemStat *sum = fault_calloc((size_t)P->fns.nentries + 1, sizeof *sum);
   if (!sum) return -1;
-  for (uint32_t k = 0; k < P->nnodes && k < P->cmem; k++) {
-    const MemStat *m = &P->mem[k];
-    MemStat *s = &sum[P->nodes[k].entry];
-    if (m->allocs == 0) continue;
-    if (s->allocs == 0 || m->min < s->min) s->min = m->min;
-    if (m->max > s->max) s->max = m->max;
-    s->allocs += m->allocs;
-    s->frees += m->frees;
-    s->bytes += m->bytes;
-    s->freed += m->freed;
+  for (uint32_t k = 0; k < P->tree.nnodes; k++) {
+    MemStat m = memattr_of(&P->mem, k);
+    MemStat *s = &sum[P->tree.nodes[k].entry];
+    if (m.allocs == 0) continue;
+    if (s->allocs == 0 || m.min < s->min) s->min = m.min;
+    if (m.max > s->max) s->max = m.max;
+    s->allocs += m.allocs;
+    s->frees += m.frees;
+    s->bytes += m.bytes;
+    s->freed += m.freed;
   }
-  for (uint32_t i = 0; i < P->nentries; i++) {
+  for (uint32_t i = 0; i < P->fns.nentries; i++) {
     if (!row[i]) continue;
     const MemStat *s = &sum[i];
     lua_rawgeti(L, -1, (int)row[i]);
@@ -56,12 +56,12 @@ static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *ro
   return 0;
 }
 
-int tables_push_stats(lua_State *L, const Profiler *P) {
-  double unit = P->timer.unit;
-  uint32_t *row = fault_malloc(((size_t)P->nentries + 1) * sizeof *row);
+int snap_push_stats(lua_State *L, const Profiler *P) {
+  double unit = P->clock.timer.unit;
+  uint32_t *row = fault_malloc(((size_t)P->fns.nentries + 1) * sizeof *row);
   if (!row) return -1;
   lua_createtable(L, 0, 4);
-  lua_pushstring(L, P->timer.name);
+  lua_pushstring(L, P->clock.timer.name);
   lua_setfield(L, -2, "timer");
   lua_pushnumber(L, unit);
   lua_setfield(L, -2, "unit");
@@ -69,10 +69,10 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
     lua_pushinteger(L, (lua_Integer)P->dropped);
     lua_setfield(L, -2, "dropped");
   }
-  if (P->tree_folded) {
-    lua_pushinteger(L, (lua_Integer)P->tree_folded);
+  if (P->tree.folded) {
+    lua_pushinteger(L, (lua_Integer)P->tree.folded);
     lua_setfield(L, -2, "tree_folded");
-    lua_pushinteger(L, (lua_Integer)P->tree_cap);
+    lua_pushinteger(L, (lua_Integer)P->tree.limit);
     lua_setfield(L, -2, "tree_cap");
   }
   /* What a report must know: the same fields a dump's meta has. */
@@ -81,19 +81,19 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
   lua_setfield(L, -2, "bias");
   lua_pushinteger(L, (lua_Integer)P->dropped);
   lua_setfield(L, -2, "dropped");
-  lua_pushinteger(L, (lua_Integer)P->tree_folded);
+  lua_pushinteger(L, (lua_Integer)P->tree.folded);
   lua_setfield(L, -2, "tree_folded");
-  lua_pushinteger(L, (lua_Integer)P->tree_cap);
+  lua_pushinteger(L, (lua_Integer)P->tree.limit);
   lua_setfield(L, -2, "tree_cap");
-  if (P->memory) {
+  if (P->mem.used) {
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "memory");
   }
   lua_setfield(L, -2, "meta");
-  lua_createtable(L, (int)P->nentries, 0);
+  lua_createtable(L, (int)P->fns.nentries, 0);
   uint32_t n = 0;
-  for (uint32_t i = 0; i < P->nentries; i++) {
-    const Entry *e = &P->entries[i];
+  for (uint32_t i = 0; i < P->fns.nentries; i++) {
+    const Entry *e = &P->fns.entries[i];
     row[i] = 0;
     if (e->s.calls == 0) continue;  /* as cProfile: a function still running has no row */
     row[i] = ++n;
@@ -111,8 +111,8 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
     lua_setfield(L, -2, "callers");
     lua_rawseti(L, -2, (int)n);
   }
-  for (uint32_t i = 0; i < P->nedges; i++) {
-    const Edge *g = &P->edges[i];
+  for (uint32_t i = 0; i < P->tree.nedges; i++) {
+    const Edge *g = &P->tree.edges[i];
     if (g->s.calls == 0 || !row[g->caller] || !row[g->callee]) continue;
     lua_rawgeti(L, -1, (int)row[g->callee]);
     lua_getfield(L, -1, "callers");
@@ -121,9 +121,9 @@ int tables_push_stats(lua_State *L, const Profiler *P) {
     lua_rawseti(L, -2, (int)row[g->caller]);
     lua_pop(L, 2);
   }
-  if (P->memory) push_entry_memory(L, P, row);
-  for (uint32_t i = 0; i < P->nlinerecs; i++) {
-    const LineRec *r = &P->linerecs[i];
+  if (P->mem.used) push_entry_memory(L, P, row);
+  for (uint32_t i = 0; i < P->lines.nrecs; i++) {
+    const LineRec *r = &P->lines.recs[i];
     if (!row[r->entry]) continue;
     lua_rawgeti(L, -1, (int)row[r->entry]);
     lua_getfield(L, -1, "lines");
@@ -186,7 +186,7 @@ static void push_stat_columns(lua_State *L, const void *base, size_t stride, siz
 }
 
 static void push_frames(lua_State *L, const Profiler *P) {
-  uint32_t n = P->nentries;
+  uint32_t n = P->fns.nentries;
   lua_createtable(L, 0, 11);
   lua_pushinteger(L, n);
   lua_setfield(L, -2, "n");
@@ -194,7 +194,7 @@ static void push_frames(lua_State *L, const Profiler *P) {
   for (int c = 0; c < 5; c++) {
     lua_createtable(L, (int)n, 0);
     for (uint32_t i = 0; i < n; i++) {
-      const Entry *e = &P->entries[i];
+      const Entry *e = &P->fns.entries[i];
       switch (c) {
         case 0: lua_pushstring(L, KIND_NAMES[e->kind]); break;
         case 1: lua_pushstring(L, e->file); break;
@@ -206,7 +206,7 @@ static void push_frames(lua_State *L, const Profiler *P) {
     }
     lua_setfield(L, -2, cols[c]);
   }
-  push_stat_columns(L, P->entries, sizeof *P->entries, offsetof(Entry, s), n, P->timer.unit);
+  push_stat_columns(L, P->fns.entries, sizeof *P->fns.entries, offsetof(Entry, s), n, P->clock.timer.unit);
   lua_setfield(L, -2, "frames");
 }
 
@@ -214,9 +214,9 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   lua_createtable(L, 0, 10);
   lua_pushstring(L, LUA_VERSION);
   lua_setfield(L, -2, "lua_version");
-  lua_pushstring(L, P->timer.name);
+  lua_pushstring(L, P->clock.timer.name);
   lua_setfield(L, -2, "timer");
-  lua_pushnumber(L, P->timer.unit);
+  lua_pushnumber(L, P->clock.timer.unit);
   lua_setfield(L, -2, "unit");
   lua_pushnumber(L, P->bias);
   lua_setfield(L, -2, "bias");
@@ -226,16 +226,16 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   lua_setfield(L, -2, "total_time");
   lua_pushinteger(L, (lua_Integer)getpid());
   lua_setfield(L, -2, "pid");
-  lua_pushinteger(L, (lua_Integer)P->tree_cap);
+  lua_pushinteger(L, (lua_Integer)P->tree.limit);
   lua_setfield(L, -2, "tree_cap");
-  lua_pushinteger(L, (lua_Integer)P->tree_folded);
+  lua_pushinteger(L, (lua_Integer)P->tree.folded);
   lua_setfield(L, -2, "tree_folded");
   lua_pushinteger(L, (lua_Integer)P->dropped);
   lua_setfield(L, -2, "dropped");
-  if (P->memory) {
+  if (P->mem.used) {
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "memory");
-    lua_pushinteger(L, (lua_Integer)P->mem_lost);
+    lua_pushinteger(L, (lua_Integer)P->mem.lost);
     lua_setfield(L, -2, "memory_lost");
   }
   lua_setfield(L, -2, "meta");
@@ -245,10 +245,9 @@ static void push_node_memory(lua_State *L, const Profiler *P) {
   static const char *const cols[] = {"alloc_count", "alloc_bytes", "free_count", "free_bytes",
                                      "min_size", "max_size"};
   for (int c = 0; c < 6; c++) {
-    lua_createtable(L, (int)P->nnodes, 0);
-    for (uint32_t k = 0; k < P->nnodes; k++) {
-      MemStat m = {0, 0, 0, 0, 0, 0};
-      if (k < P->cmem) m = P->mem[k];
+    lua_createtable(L, (int)P->tree.nnodes, 0);
+    for (uint32_t k = 0; k < P->tree.nnodes; k++) {
+      MemStat m = memattr_of(&P->mem, k);
       uint64_t v = c == 0 ? m.allocs : c == 1 ? m.bytes : c == 2 ? m.frees
                  : c == 3 ? m.freed : c == 4 ? m.min : m.max;
       lua_pushinteger(L, (lua_Integer)v);
@@ -260,47 +259,47 @@ static void push_node_memory(lua_State *L, const Profiler *P) {
 
 static void push_lines(lua_State *L, const Profiler *P);
 
-void tables_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
-  double unit = P->timer.unit;
+void snap_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
+  double unit = P->clock.timer.unit;
   lua_createtable(L, 0, 4);
   push_meta(L, P, running_ns);
   push_frames(L, P);
 
   lua_createtable(L, 0, 7);
-  lua_pushinteger(L, P->nedges);
+  lua_pushinteger(L, P->tree.nedges);
   lua_setfield(L, -2, "n");
-  push_column(L, "caller", P->edges, sizeof *P->edges, offsetof(Edge, caller), P->nedges,
+  push_column(L, "caller", P->tree.edges, sizeof *P->tree.edges, offsetof(Edge, caller), P->tree.nedges,
               COL_U32, unit);
-  push_column(L, "callee", P->edges, sizeof *P->edges, offsetof(Edge, callee), P->nedges,
+  push_column(L, "callee", P->tree.edges, sizeof *P->tree.edges, offsetof(Edge, callee), P->tree.nedges,
               COL_U32, unit);
-  push_stat_columns(L, P->edges, sizeof *P->edges, offsetof(Edge, s), P->nedges, unit);
+  push_stat_columns(L, P->tree.edges, sizeof *P->tree.edges, offsetof(Edge, s), P->tree.nedges, unit);
   lua_setfield(L, -2, "edges");
 
   lua_createtable(L, 0, 7);
-  lua_pushinteger(L, P->nnodes);
+  lua_pushinteger(L, P->tree.nnodes);
   lua_setfield(L, -2, "n");
-  push_column(L, "parent", P->nodes, sizeof *P->nodes, offsetof(Node, parent), P->nnodes,
+  push_column(L, "parent", P->tree.nodes, sizeof *P->tree.nodes, offsetof(Node, parent), P->tree.nnodes,
               COL_U32, unit);
-  push_column(L, "frame", P->nodes, sizeof *P->nodes, offsetof(Node, entry), P->nnodes,
+  push_column(L, "frame", P->tree.nodes, sizeof *P->tree.nodes, offsetof(Node, entry), P->tree.nnodes,
               COL_U32, unit);
-  push_stat_columns(L, P->nodes, sizeof *P->nodes, offsetof(Node, s), P->nnodes, unit);
-  if (P->memory) push_node_memory(L, P);
+  push_stat_columns(L, P->tree.nodes, sizeof *P->tree.nodes, offsetof(Node, s), P->tree.nnodes, unit);
+  if (P->mem.used) push_node_memory(L, P);
   lua_setfield(L, -2, "nodes");
 
-  if (P->lines) push_lines(L, P);
+  if (P->lines.on) push_lines(L, P);
 }
 
 /* The line records (a profile made with lines = true): frame, line, hits, time. */
 static void push_lines(lua_State *L, const Profiler *P) {
-  double unit = P->timer.unit;
+  double unit = P->clock.timer.unit;
   lua_createtable(L, 0, 5);
-  lua_pushinteger(L, P->nlinerecs);
+  lua_pushinteger(L, P->lines.nrecs);
   lua_setfield(L, -2, "n");
-  const size_t size = sizeof *P->linerecs;
-  push_column(L, "frame", P->linerecs, size, offsetof(LineRec, entry), P->nlinerecs, COL_U32, unit);
-  push_column(L, "line", P->linerecs, size, offsetof(LineRec, line), P->nlinerecs, COL_INT, unit);
-  push_column(L, "hits", P->linerecs, size, offsetof(LineRec, hits), P->nlinerecs, COL_U64, unit);
-  push_column(L, "time", P->linerecs, size, offsetof(LineRec, time), P->nlinerecs, COL_TICKS,
+  const size_t size = sizeof *P->lines.recs;
+  push_column(L, "frame", P->lines.recs, size, offsetof(LineRec, entry), P->lines.nrecs, COL_U32, unit);
+  push_column(L, "line", P->lines.recs, size, offsetof(LineRec, line), P->lines.nrecs, COL_INT, unit);
+  push_column(L, "hits", P->lines.recs, size, offsetof(LineRec, hits), P->lines.nrecs, COL_U64, unit);
+  push_column(L, "time", P->lines.recs, size, offsetof(LineRec, time), P->lines.nrecs, COL_TICKS,
               unit);
   lua_setfield(L, -2, "lines");
 }

@@ -1,4 +1,7 @@
 /* Open addressing with linear probing; deletion uses backward shifting so no tombstones pile up. */
+#include <stdlib.h>
+#include <string.h>
+
 #include "util/fault.h"
 #include "util/idxmap.h"
 
@@ -38,12 +41,19 @@ int idxmap_put(IdxMap *m, uint32_t hash, uint32_t idx) {
   return 0;
 }
 
-void idxmap_del(IdxMap *m, uint32_t hash, uint32_t idx) {
+/* The slot holding record `idx`, or IDX_NONE. */
+static uint32_t slot_of(const IdxMap *m, uint32_t hash, uint32_t idx) {
   uint32_t i = hash & m->mask;
   while (m->slots[i].idx1 != idx + 1) {
-    if (m->slots[i].idx1 == 0) return;
+    if (m->slots[i].idx1 == 0) return IDX_NONE;
     i = (i + 1) & m->mask;
   }
+  return i;
+}
+
+void idxmap_del(IdxMap *m, uint32_t hash, uint32_t idx) {
+  uint32_t i = slot_of(m, hash, idx);
+  if (i == IDX_NONE) return;
   /* Shift later members of the probe run back so lookups never stop at a hole too early. */
   for (uint32_t j = (i + 1) & m->mask; m->slots[j].idx1 != 0; j = (j + 1) & m->mask) {
     uint32_t home = m->slots[j].hash & m->mask;
@@ -55,4 +65,14 @@ void idxmap_del(IdxMap *m, uint32_t hash, uint32_t idx) {
   }
   m->slots[i].idx1 = 0;
   m->count--;
+}
+
+void idxmap_remove_record(IdxMap *m, void *arr, size_t size, uint32_t *n, uint32_t i,
+                          uint32_t hash_i, uint32_t hash_last) {
+  uint32_t last = --*n;
+  idxmap_del(m, hash_i, i);
+  if (i == last) return;
+  memcpy((char *)arr + (size_t)i * size, (char *)arr + (size_t)last * size, size);
+  uint32_t s = slot_of(m, hash_last, last);
+  if (s != IDX_NONE) m->slots[s].idx1 = i + 1;
 }

@@ -1,13 +1,15 @@
 /*
  * util/idxmap.h — an open-addressing hash index: maps a key (owned by the caller's records) to a
  * record number. The map stores only the hash and the record number, so one implementation
- * serves the function, edge and thread tables; the caller supplies equality.
+ * serves every table of the profiler (functions, addresses, edges, links, lines, threads) and
+ * of memory attribution (blocks); the caller supplies the hash (util/hash.h) and equality.
+ * A lookup is one probe run, inline; an insertion grows the map when it is 3/4 full.
  */
 #ifndef CPROF_IDXMAP_H
 #define CPROF_IDXMAP_H
 
+#include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 
 typedef struct IdxSlot { uint32_t hash; uint32_t idx1; } IdxSlot;  /* idx1 == 0: empty */
 
@@ -25,6 +27,11 @@ void idxmap_free(IdxMap *m);
 int idxmap_put(IdxMap *m, uint32_t hash, uint32_t idx);
 /* Removes the slot holding record `idx` (found through `hash`). */
 void idxmap_del(IdxMap *m, uint32_t hash, uint32_t idx);
+/* Removes record i from the *n records of `arr` (`size` bytes each) that m indexes, as every
+   table here does: the last record moves into the hole, so the records stay dense, and its slot
+   is renamed. hash_i and hash_last: the hashes of record i and of the last record. */
+void idxmap_remove_record(IdxMap *m, void *arr, size_t size, uint32_t *n, uint32_t i,
+                          uint32_t hash_i, uint32_t hash_last);
 
 /* Probes for a record equal to the key; `eq(ctx, idx)` compares record idx with the key. */
 #define IDXMAP_FIND(m, h, eq, ctx, out)                                   \

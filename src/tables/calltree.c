@@ -1,0 +1,95 @@
+/* Edges, nodes and links (tables/calltree.h). Every call probes the link map once; the rest
+   runs only on a new call path. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tables/calltree.h"
+#include "util/array.h"
+#include "util/hash.h"
+
+int tree_init(CallTree *T) {
+  memset(T, 0, sizeof *T);
+  T->limit = TREE_CAP_DEFAULT;
+  return idxmap_init(&T->edge_by_pair, 512) || idxmap_init(&T->link_by_call, 512) ? -1 : 0;
+}
+
+void tree_free(CallTree *T) {
+  free(T->edges);
+  free(T->nodes);
+  free(T->links);
+  idxmap_free(&T->edge_by_pair);
+  idxmap_free(&T->link_by_call);
+  memset(T, 0, sizeof *T);
+}
+
+typedef struct EdgeProbe {
+  const CallTree *T;
+  uint32_t caller, callee;
+} EdgeProbe;
+
+static int edge_matches(const EdgeProbe *q, uint32_t i) {
+  return q->T->edges[i].caller == q->caller && q->T->edges[i].callee == q->callee;
+}
+
+uint32_t tree_edge(CallTree *T, uint32_t caller, uint32_t callee) {
+  EdgeProbe q = {T, caller, callee};
+  uint32_t h = hash_pair(caller, callee), i;
+  IDXMAP_FIND(&T->edge_by_pair, h, edge_matches, &q, i);
+  if (i != IDX_NONE) return i;
+  if (array_reserve((void **)&T->edges, &T->cedges, sizeof *T->edges, T->nedges, 512) ||
+      idxmap_put(&T->edge_by_pair, h, T->nedges))
+    return IDX_NONE;
+  i = T->nedges++;
+  memset(&T->edges[i], 0, sizeof T->edges[i]);
+  T->edges[i].caller = caller;
+  T->edges[i].callee = callee;
+  return i;
+}
+
+/* Recursion folds: a call of a function already on the path goes to that function's node, so
+   a recursive path is as long as its distinct functions, whatever the depth. */
+static uint32_t path_node_of(const CallTree *T, uint32_t node, uint32_t entry) {
+  for (; node != IDX_NONE; node = T->nodes[node].parent)
+    if (T->nodes[node].entry == entry) return node;
+  return IDX_NONE;
+}
+
+typedef struct LinkProbe {
+  const CallTree *T;
+  uint32_t from, entry;
+} LinkProbe;
+
+static int link_matches(const LinkProbe *q, uint32_t i) {
+  return q->T->links[i].from == q->from && q->T->links[i].entry == q->entry;
+}
+
+const Link *tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry) {
+  LinkProbe q = {T, from, entry};
+  uint32_t h = hash_pair(from, entry), i;
+  IDXMAP_FIND(&T->link_by_call, h, link_matches, &q, i);
+  if (i != IDX_NONE) return &T->links[i];
+  Link lk = {from, entry, IDX_NONE, IDX_NONE, 0};
+  if (from_entry != IDX_NONE) {
+    lk.edge = tree_edge(T, from_entry, entry);
+    if (lk.edge == IDX_NONE) return NULL;
+  }
+  lk.node = path_node_of(T, from, entry);
+  if (lk.node == IDX_NONE && from != IDX_NONE && T->nnodes >= T->limit) {
+    lk.node = from;
+    lk.capped = 1;
+  }
+  if (lk.node == IDX_NONE) {
+    if (array_reserve((void **)&T->nodes, &T->cnodes, sizeof *T->nodes, T->nnodes, 512))
+      return NULL;
+    lk.node = T->nnodes;
+    memset(&T->nodes[lk.node], 0, sizeof T->nodes[lk.node]);
+    T->nodes[lk.node].parent = from;
+    T->nodes[lk.node].entry = entry;
+  }
+  if (array_reserve((void **)&T->links, &T->clinks, sizeof *T->links, T->nlinks, 512) ||
+      idxmap_put(&T->link_by_call, h, T->nlinks))
+    return NULL;
+  if (lk.node == T->nnodes) T->nnodes++;  /* committed only once the link exists */
+  T->links[T->nlinks] = lk;
+  return &T->links[T->nlinks++];
+}

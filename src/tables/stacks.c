@@ -1,0 +1,80 @@
+/* Shadow stacks (tables/stacks.h). A stack is made on a thread's first event and freed when the
+   thread is known dead; frames grow by doubling. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "tables/stacks.h"
+#include "util/array.h"
+#include "util/fault.h"
+#include "util/hash.h"
+
+int stk_init(Stacks *S) {
+  memset(S, 0, sizeof *S);
+  S->next_id = 1;
+  S->sweep_at = 64;
+  return idxmap_init(&S->by_thread, 16);
+}
+
+static void free_stack(Stack *st) {
+  free(st->f);
+  free(st);
+}
+
+void stk_free(Stacks *S) {
+  for (uint32_t i = 0; i < S->n; i++) free_stack(S->all[i]);
+  free(S->all);
+  idxmap_free(&S->by_thread);
+  memset(S, 0, sizeof *S);
+}
+
+typedef struct StackProbe {
+  const Stacks *S;
+  lua_State *L;
+} StackProbe;
+
+static int stack_matches(const StackProbe *q, uint32_t i) { return q->S->all[i]->L == q->L; }
+
+static uint32_t find_index(const Stacks *S, lua_State *L) {
+  StackProbe q = {S, L};
+  uint32_t i;
+  IDXMAP_FIND(&S->by_thread, hash_ptr_line(L, 0), stack_matches, &q, i);
+  return i;
+}
+
+Stack *stk_find(Stacks *S, lua_State *L) {
+  uint32_t i = find_index(S, L);
+  return i == IDX_NONE ? NULL : S->all[i];
+}
+
+Stack *stk_new(Stacks *S, struct Profiler *P, lua_State *L) {
+  Stack *st = fault_calloc(1, sizeof *st);
+  if (!st) return NULL;
+  st->P = P;
+  st->L = L;
+  st->id = S->next_id++;
+  if (array_reserve((void **)&S->all, &S->cap, sizeof *S->all, S->n, 16) ||
+      idxmap_put(&S->by_thread, hash_ptr_line(L, 0), S->n)) {
+    free(st);
+    return NULL;
+  }
+  S->all[S->n++] = st;
+  return st;
+}
+
+void stk_drop(Stacks *S, Stack *st) {
+  uint32_t i = find_index(S, st->L);
+  if (i == IDX_NONE || S->all[i] != st) return;
+  idxmap_remove_record(&S->by_thread, S->all, sizeof *S->all, &S->n, i, hash_ptr_line(st->L, 0),
+                       hash_ptr_line(S->all[S->n - 1]->L, 0));
+  if (S->cur == st) S->cur = NULL;
+  free_stack(st);
+}
+
+int stk_grow(Stack *st) {
+  return array_reserve((void **)&st->f, &st->cap, sizeof *st->f, st->n, 64);
+}
+
+uint32_t stk_running_node(void *S) {
+  const Stack *st = ((Stacks *)S)->cur;
+  return st && st->n > 0 ? st->f[st->n - 1].node : IDX_NONE;
+}
