@@ -1,7 +1,9 @@
 /* cprof's lua_Alloc: a heap of slab caches per (Lua type, size class), large blocks from the
    page arena, huge ones mapped on their own; per-type accounting exact at free time, a limit,
-   blocks of a replaced allocator recognised by address, tracing of one cache. See lalloc.h and
-   docs/MEMORY.md. */
+   blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
+   (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
+   the checked paths, taken only when a limit, an observer, a trace or a replaced allocator
+   asks for it. See lalloc.h and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,10 +11,9 @@
 
 #include <lauxlib.h>
 
-#include "util/fault.h"
+#include "mem/lalloc_heap.h"
 #include "util/compat.h"
-#include "mem/lalloc.h"
-#include "util/hash.h"
+#include "util/fault.h"
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
@@ -54,61 +55,6 @@ static inline unsigned slot_of(size_t tag) { return tag < 16 ? slot_of_tag[tag] 
 const char *lalloc_slot_name(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_names[slot] : "?"; }
 int lalloc_slot_tag(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_tags[slot] : -1; }
 
-/* ---- the heap -------------------------------------------------------------------------- */
-
-typedef struct tobj {      /* a traced object */
-  const void *p;
-  uint32_t site, size;
-} tobj;
-
-typedef struct trace {
-  cache *c;                /* the traced cache, NULL: none */
-  int on;                  /* recording */
-  tobj *objs;              /* open addressing by address */
-  size_t ocap, nobjs;
-  lalloc_site *sites;
-  size_t nsites, scap;
-  uint32_t *sidx;          /* open addressing: site index + 1 */
-  size_t sicap;
-  char **strs;             /* interned source names */
-  size_t strcap, nstrs;
-  uint64_t dropped;
-} trace;
-
-typedef struct large_stats {
-  uint64_t live, allocs;
-  size_t req, held;
-} large_stats;
-
-struct lalloc {
-  /* hot: the fast paths read these */
-  cache *caches[LA_NSLOT * LA_NCLASS];
-  size_t live;             /* bytes Lua holds: its own count, blocks of `prev` included */
-  size_t gate;             /* an allocation taking `live` past this takes the checked path */
-  int slowfree;            /* frees and reallocs take the checked path */
-
-  /* cold */
-  uint64_t magic;
-  size_t limit;            /* SIZE_MAX: none */
-  int foreign;             /* blocks of `prev` may be alive */
-  int watched;             /* an observer or a trace wants every event */
-  int want_final;          /* the next allocation is the state's own block */
-  lua_Alloc prevf;
-  void *prevud;
-  size_t foreign_live;
-  uint64_t foreign_frees;
-  uint64_t failures, limit_failures;
-  large_stats large[LA_NSLOT];
-  cache *all;
-  size_t ncaches;
-  void *final_block;       /* freeing it (the last free of lua_close) closes the heap */
-  int *gone;               /* set when the heap closes itself */
-  lua_State *main, *thread;
-  lalloc_observer obs;
-  void *obs_ud;
-  trace tr;
-  chunkset cs;
-};
 
 /* A placeholder in every unused entry of `caches`: its magazine is empty, so the fast path
    falls into alloc_small_slow, which makes the real cache. Never written. */
@@ -138,12 +84,10 @@ lalloc *lalloc_new(lua_Alloc prev, void *prevud, long fail_after) {
   return h;
 }
 
-static void trace_free_all(lalloc *h);
-
 void lalloc_delete(lalloc *h) {
   if (!h) return;
   if (h->gone) *h->gone = 1;
-  trace_free_all(h);
+  lalloc_trace_free(h);
   for (cache *c = h->all, *next; c; c = next) {
     next = c->next;
     arena_meta_free(&h->cs.os, c, cache_struct_size(c->objsize));
@@ -318,203 +262,7 @@ static __attribute__((noinline)) void *realloc_ours(lalloc *h, void *p, size_t o
   return q;
 }
 
-/* ---- tracing --------------------------------------------------------------------------- */
-
-/* An interned copy of s (the trace's own), or NULL out of memory. */
-static const char *intern(lalloc *h, const char *s) {
-  trace *t = &h->tr;
-  if ((t->nstrs + 1) * 2 > t->strcap) {
-    size_t ncap = t->strcap ? t->strcap * 2 : 64;
-    char **ns = arena_meta_alloc(&h->cs.os, ncap * sizeof *ns);
-    if (!ns) return NULL;
-    memset(ns, 0, ncap * sizeof *ns);
-    for (size_t i = 0; i < t->strcap; i++) {
-      if (!t->strs[i]) continue;
-      size_t j = hash_bytes(t->strs[i], strlen(t->strs[i]), HASH_BYTES_SEED) & (ncap - 1);
-      while (ns[j]) j = (j + 1) & (ncap - 1);
-      ns[j] = t->strs[i];
-    }
-    arena_meta_free(&h->cs.os, t->strs, t->strcap * sizeof *t->strs);
-    t->strs = ns;
-    t->strcap = ncap;
-  }
-  size_t len = strlen(s);
-  size_t j = hash_bytes(s, len, HASH_BYTES_SEED) & (t->strcap - 1);
-  while (t->strs[j]) {
-    if (strcmp(t->strs[j], s) == 0) return t->strs[j];
-    j = (j + 1) & (t->strcap - 1);
-  }
-  char *copy = arena_meta_alloc(&h->cs.os, len + 1);
-  if (!copy) return NULL;
-  memcpy(copy, s, len + 1);
-  t->strs[j] = copy;
-  t->nstrs++;
-  return copy;
-}
-
-/* The Lua stack of the traced thread, without allocating: lua_getstack and lua_getinfo("Sl")
-   only read the CallInfo list and the prototypes. Only for allocations of objects (typed
-   caches): Lua creates objects only where its stack is consistent, whereas a raw block may be
-   the new stack itself, allocated while Lua 5.4.6 holds its frames as offsets. */
-static int capture(lalloc *h, lalloc_frame *f) {
-#if LUA_VERSION_NUM >= 504
-  lua_State *L = h->thread ? h->thread : h->main;
-  if (!L || h->tr.c->type == LA_RAW) return 0;
-  lua_Debug ar;
-  int n = 0;
-  for (int level = 0; n < TRACE_DEPTH && lua_getstack(L, level, &ar); level++) {
-    if (!lua_getinfo(L, "Sl", &ar)) break;
-    f[n].src = intern(h, ar.short_src);
-    if (!f[n].src) return -1;
-    f[n].line = ar.currentline;
-    f[n].defined = ar.linedefined;
-    n++;
-  }
-  return n;
-#else
-  (void)h;
-  (void)f;
-  (void)intern;
-  return 0;
-#endif
-}
-
-static uint64_t site_hash(const lalloc_frame *f, int n) {
-  uint64_t hv = HASH_BYTES_SEED;
-  for (int i = 0; i < n; i++) {
-    hv = hash_bytes(&f[i].src, sizeof f[i].src, hv);
-    hv = hash_bytes(&f[i].line, sizeof f[i].line, hv);
-    hv = hash_bytes(&f[i].defined, sizeof f[i].defined, hv);
-  }
-  return hv;
-}
-
-static int same_stack(const lalloc_site *s, const lalloc_frame *f, int n) {
-  if (s->depth != (uint32_t)n) return 0;
-  for (int i = 0; i < n; i++)
-    if (s->f[i].src != f[i].src || s->f[i].line != f[i].line || s->f[i].defined != f[i].defined)
-      return 0;
-  return 1;
-}
-
-/* The index of the site with this stack, made if new; -1 out of memory. */
-static long find_site(lalloc *h, const lalloc_frame *f, int n) {
-  trace *t = &h->tr;
-  if ((t->nsites + 1) * 2 > t->sicap) {
-    size_t ncap = t->sicap ? t->sicap * 2 : 64;
-    uint32_t *ni = arena_meta_alloc(&h->cs.os, ncap * sizeof *ni);
-    if (!ni) return -1;
-    memset(ni, 0, ncap * sizeof *ni);
-    for (size_t i = 0; i < t->nsites; i++) {
-      size_t j = site_hash(t->sites[i].f, (int)t->sites[i].depth) & (ncap - 1);
-      while (ni[j]) j = (j + 1) & (ncap - 1);
-      ni[j] = (uint32_t)i + 1;
-    }
-    arena_meta_free(&h->cs.os, t->sidx, t->sicap * sizeof *t->sidx);
-    t->sidx = ni;
-    t->sicap = ncap;
-  }
-  size_t j = site_hash(f, n) & (t->sicap - 1);
-  while (t->sidx[j]) {
-    if (same_stack(&t->sites[t->sidx[j] - 1], f, n)) return (long)t->sidx[j] - 1;
-    j = (j + 1) & (t->sicap - 1);
-  }
-  if (t->nsites == t->scap) {
-    size_t ncap = t->scap ? t->scap * 2 : 32;
-    lalloc_site *ns = arena_meta_alloc(&h->cs.os, ncap * sizeof *ns);
-    if (!ns) return -1;
-    if (t->nsites) memcpy(ns, t->sites, t->nsites * sizeof *ns);
-    arena_meta_free(&h->cs.os, t->sites, t->scap * sizeof *t->sites);
-    t->sites = ns;
-    t->scap = ncap;
-  }
-  lalloc_site *s = &t->sites[t->nsites];
-  memset(s, 0, sizeof *s);
-  s->depth = (uint32_t)n;
-  memcpy(s->f, f, (size_t)n * sizeof *f);
-  t->sidx[j] = (uint32_t)t->nsites + 1;
-  return (long)t->nsites++;
-}
-
-static size_t obj_slot(const trace *t, const void *p) {
-  size_t j = hash_mix64((uintptr_t)p) & (t->ocap - 1);
-  while (t->objs[j].p && t->objs[j].p != p) j = (j + 1) & (t->ocap - 1);
-  return j;
-}
-
-static void obj_remove(lalloc *h, const void *p) {
-  trace *t = &h->tr;
-  if (!t->nobjs) return;
-  size_t mask = t->ocap - 1, i = obj_slot(t, p);
-  if (!t->objs[i].p) return;
-  lalloc_site *s = &t->sites[t->objs[i].site];
-  s->live--;
-  s->bytes -= t->objs[i].size;
-  size_t hole = i;
-  for (size_t j = (i + 1) & mask; t->objs[j].p; j = (j + 1) & mask) {
-    size_t home = hash_mix64((uintptr_t)t->objs[j].p) & mask;
-    int between = hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
-    if (!between) {
-      t->objs[hole] = t->objs[j];
-      hole = j;
-    }
-  }
-  t->objs[hole].p = NULL;
-  t->nobjs--;
-}
-
-static void trace_record(lalloc *h, void *p, size_t n) {
-  trace *t = &h->tr;
-  lalloc_frame f[TRACE_DEPTH] = {{0}};
-  int depth = capture(h, f);
-  long site = depth < 0 ? -1 : find_site(h, f, depth);
-  if (site < 0) {
-    t->dropped++;
-    return;
-  }
-  if ((t->nobjs + 1) * 2 > t->ocap) {
-    size_t ncap = t->ocap ? t->ocap * 2 : 256;
-    tobj *no = arena_meta_alloc(&h->cs.os, ncap * sizeof *no);
-    if (!no) {
-      t->dropped++;
-      return;
-    }
-    memset(no, 0, ncap * sizeof *no);
-    for (size_t i = 0; i < t->ocap; i++) {
-      if (!t->objs[i].p) continue;
-      size_t j = hash_mix64((uintptr_t)t->objs[i].p) & (ncap - 1);
-      while (no[j].p) j = (j + 1) & (ncap - 1);
-      no[j] = t->objs[i];
-    }
-    arena_meta_free(&h->cs.os, t->objs, t->ocap * sizeof *t->objs);
-    t->objs = no;
-    t->ocap = ncap;
-  }
-  obj_remove(h, p);  /* a stale record at this address (made before a stop) */
-  size_t j = obj_slot(t, p);
-  t->objs[j].p = p;
-  t->objs[j].site = (uint32_t)site;
-  t->objs[j].size = (uint32_t)n;
-  t->nobjs++;
-  t->sites[site].live++;
-  t->sites[site].allocs++;
-  t->sites[site].bytes += n;
-}
-
-static void trace_free_all(lalloc *h) {
-  trace *t = &h->tr;
-  for (size_t i = 0; i < t->strcap; i++)
-    if (t->strs[i]) arena_meta_free(&h->cs.os, t->strs[i], strlen(t->strs[i]) + 1);
-  arena_meta_free(&h->cs.os, t->strs, t->strcap * sizeof *t->strs);
-  arena_meta_free(&h->cs.os, t->sites, t->scap * sizeof *t->sites);
-  arena_meta_free(&h->cs.os, t->sidx, t->sicap * sizeof *t->sidx);
-  arena_meta_free(&h->cs.os, t->objs, t->ocap * sizeof *t->objs);
-  cache *c = t->c;
-  int on = t->on;
-  memset(t, 0, sizeof *t);
-  t->c = c;
-  t->on = on;
-}
+/* ---- which cache is traced (the records: lalloc_trace.c) ------------------------------- */
 
 /* The cache of that name, made when the name is a type and a size class ("table_56"). NULL
    with *err set when there is none or it cannot be made. */
@@ -553,7 +301,7 @@ const char *lalloc_trace(lalloc *h, const char *cmd, const char *name) {
   }
   if (strcmp(cmd, "start") == 0) {
     if (t->c != c) {
-      trace_free_all(h);
+      lalloc_trace_free(h);
       t->c = c;
     }
     t->on = 1;
@@ -565,7 +313,7 @@ const char *lalloc_trace(lalloc *h, const char *cmd, const char *name) {
     }
   } else if (strcmp(cmd, "reset") == 0) {
     if (t->c == c) {
-      trace_free_all(h);
+      lalloc_trace_free(h);
       t->dropped = 0;
       if (!t->on) t->c = NULL;
     }
@@ -577,20 +325,6 @@ const char *lalloc_trace(lalloc *h, const char *cmd, const char *name) {
 }
 
 const char *lalloc_trace_cache(const lalloc *h) { return h->tr.c ? h->tr.c->name : NULL; }
-int lalloc_trace_on(const lalloc *h) { return h->tr.on; }
-size_t lalloc_trace_nsites(const lalloc *h) { return h->tr.nsites; }
-const lalloc_site *lalloc_trace_site(const lalloc *h, size_t i) {
-  return i < h->tr.nsites ? &h->tr.sites[i] : NULL;
-}
-uint64_t lalloc_trace_dropped(const lalloc *h) { return h->tr.dropped; }
-int lalloc_trace_stacks(const lalloc *h) {
-#if LUA_VERSION_NUM >= 504
-  return h->tr.c && h->tr.c->type != LA_RAW;
-#else
-  (void)h;
-  return 0;
-#endif
-}
 
 /* ---- the checked paths: limit, observer, trace, blocks of `prev` ----------------------- */
 
@@ -606,8 +340,8 @@ static void note(lalloc *h, int ev, void *p, size_t n) {
     cache *c = h->caches[MAP_SLAB_ID(w)];
     slot = c->type;
     if (c->traced && h->tr.on) {
-      if (ev == LALLOC_EV_ALLOC) trace_record(h, p, n);
-      else obj_remove(h, p);
+      if (ev == LALLOC_EV_ALLOC) lalloc_trace_record(h, p, n);
+      else lalloc_trace_forget(h, p);
     }
   }
   if (h->obs) h->obs(h->obs_ud, ev, p, n, slot_tags[slot]);
@@ -798,155 +532,4 @@ void lalloc_fail_after(lalloc *h, long n) { h->cs.os.fail_after = n; }
 
 void lalloc_reap(lalloc *h) {
   for (cache *c = h->all; c; c = c->next) cache_reap(c);
-}
-
-/* ---- statistics ------------------------------------------------------------------------ */
-
-static uint64_t cache_objects(const cache *c) { return (uint64_t)c->nslabs * c->per_slab; }
-
-void lalloc_totals(const lalloc *h, cprof_mem_totals *t) {
-  memset(t, 0, sizeof *t);
-  t->lua_bytes = h->live;
-  t->foreign = h->foreign_live;
-  t->requested = h->live - h->foreign_live;
-  for (const cache *c = h->all; c; c = c->next) {
-    t->held += (size_t)cache_live(c) * c->objsize;
-    t->footprint += c->nslabs * c->slab_bytes;
-    t->live += cache_live(c);
-    t->allocs += c->allocs;
-  }
-  for (int i = 0; i < LA_NSLOT; i++) {
-    t->held += h->large[i].held;
-    t->footprint += h->large[i].held;
-    t->live += h->large[i].live;
-    t->allocs += h->large[i].allocs;
-  }
-  t->mapped = h->cs.os.mapped;
-  t->peak_mapped = h->cs.os.peak_mapped;
-  t->metadata = h->cs.os.meta + sizeof *h;
-  t->limit = lalloc_limit(h);
-  t->failures = h->failures;
-  t->limit_failures = h->limit_failures;
-  t->foreign_frees = h->foreign_frees;
-  t->ncaches = h->ncaches;
-}
-
-size_t lalloc_caches(const lalloc *h, cprof_mem_cache *rows, size_t max) {
-  size_t n = 0;
-  for (const cache *c = h->all; c; c = c->next, n++) {
-    if (n >= max) continue;
-    cprof_mem_cache *r = &rows[n];
-    memset(r, 0, sizeof *r);
-    memcpy(r->name, c->name, sizeof r->name);
-    r->type = slot_names[c->type];
-    r->objsize = c->objsize;
-    r->slab_size = c->slab_bytes;
-    r->objects = cache_objects(c);
-    r->live = cache_live(c);
-    r->magazine = c->nmag;
-    r->allocs_ever = c->allocs;
-    r->requested = c->req;
-    r->slabs = c->nslabs;
-    for (const slab *s = c->partial; s; s = s->next) r->partial_slabs++;
-  }
-  return n;
-}
-
-size_t lalloc_types(const lalloc *h, cprof_mem_type *rows, size_t max) {
-  cprof_mem_type all[LA_NSLOT];
-  memset(all, 0, sizeof all);
-  for (int i = 0; i < LA_NSLOT; i++) {
-    all[i].name = slot_names[i];
-    all[i].tag = slot_tags[i];
-    all[i].live = h->large[i].live;
-    all[i].allocs_ever = h->large[i].allocs;
-    all[i].bytes = h->large[i].req;
-    all[i].held = h->large[i].held;
-    all[i].large_live = h->large[i].live;
-    all[i].large_allocs = h->large[i].allocs;
-    all[i].large_held = h->large[i].held;
-  }
-  for (const cache *c = h->all; c; c = c->next) {
-    cprof_mem_type *r = &all[c->type];
-    r->live += cache_live(c);
-    r->allocs_ever += c->allocs;
-    r->bytes += c->req;
-    r->held += (size_t)cache_live(c) * c->objsize;
-  }
-  for (size_t i = 0; i < LA_NSLOT && i < max; i++) rows[i] = all[i];
-  return LA_NSLOT;
-}
-
-const arena *lalloc_arena(const lalloc *h, int i) {
-  return i == 0 ? &h->cs.chunks : i == 1 ? &h->cs.pages : NULL;
-}
-
-const char *lalloc_check(const lalloc *h) {
-  const char *err = arena_check(&h->cs.chunks);
-  if (err) return err;
-  if ((err = arena_check(&h->cs.pages))) return err;
-  size_t req = 0, slab_bytes = 0;
-  for (const cache *c = h->all; c; c = c->next) {
-    if (h->caches[c->id] != c) return "cache not at its index";
-    if (c->nmag > c->max_mag) return "magazine overfull";
-    for (uint32_t i = 0; i < c->nmag; i++)
-      if (slab_of(c->mag[i])->cache != c) return "object in the magazine of another cache";
-    uint64_t busy = 0;
-    size_t nslabs = 0;
-    if (c->cur != &slab_none) {
-      const slab *s = c->cur;
-      if (s->cache != c || s->listed) return "bad current slab";
-      busy += s->busy;
-      nslabs++;
-    }
-    size_t nspare = 0;
-    for (const slab *s = c->spare; s; s = s->next, nspare++) {
-      if (s->busy || s->listed || s->cache != c || s == c->cur) return "bad spare slab";
-      nslabs++;
-    }
-    if (nspare != c->nspare) return "spare count disagrees";
-    for (const slab *s = c->partial; s; s = s->next) {
-      if (!s->listed || s->cache != c || s->busy == 0 || s->busy >= s->total || !s->free)
-        return "bad partial slab";
-      if (s->next && s->next->prev != s) return "partial list links disagree";
-      busy += s->busy;
-      nslabs++;
-    }
-    /* Full slabs are on no list. */
-    if (nslabs > c->nslabs) return "more slabs listed than the cache has";
-    busy += (uint64_t)(c->nslabs - nslabs) * c->per_slab;
-    if (busy != c->out) return "cache counts disagree with its slabs";
-    uint64_t live = cache_live(c);
-    req += c->req;
-    slab_bytes += c->nslabs * c->slab_bytes;
-    if (c->req < live || c->req > live * c->objsize) return "cache requested bytes out of range";
-  }
-  size_t large_held = 0;
-  for (int i = 0; i < LA_NSLOT; i++) {
-    req += h->large[i].req;
-    large_held += h->large[i].held;
-  }
-  if (req != h->live - h->foreign_live) return "requested bytes disagree with the caches";
-  if (slab_bytes + large_held - h->cs.huge_bytes + h->cs.huge_count * CHUNK_HDR != h->cs.pages.amt_alloc_segs)
-    return "slabs and large blocks disagree with the page arena";
-  return NULL;
-}
-
-/* ---- the public C interface (cprof.h) -------------------------------------------------- */
-
-int cprof_mem_totals_of(lua_State *L, cprof_mem_totals *t) {
-  lalloc *h = lalloc_of(L);
-  if (!h) return -1;
-  lalloc_totals(h, t);
-  return 0;
-}
-
-size_t cprof_mem_caches_of(lua_State *L, cprof_mem_cache *rows, size_t max) {
-  lalloc *h = lalloc_of(L);
-  return h ? lalloc_caches(h, rows, max) : 0;
-}
-
-size_t cprof_mem_types_of(lua_State *L, cprof_mem_type *rows, size_t max) {
-  lalloc *h = lalloc_of(L);
-  return h ? lalloc_types(h, rows, max) : 0;
 }

@@ -1,0 +1,81 @@
+/*
+ * mem/lalloc_heap.h — the heap of mem/lalloc.h from inside: its struct and the calls between its
+ * three files, lalloc.c (the lua_Alloc and the heap's life), lalloc_trace.c (tracing one cache)
+ * and lalloc_stats.c (statistics and invariant checks). Not for use outside them.
+ */
+#ifndef CPROF_LALLOC_HEAP_H
+#define CPROF_LALLOC_HEAP_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <lua.h>
+
+#include "mem/lalloc.h"
+
+typedef struct tobj {      /* a traced object */
+  const void *p;
+  uint32_t site, size;
+} tobj;
+
+typedef struct trace {
+  cache *c;                /* the traced cache, NULL: none */
+  int on;                  /* recording */
+  tobj *objs;              /* open addressing by address */
+  size_t ocap, nobjs;
+  lalloc_site *sites;
+  size_t nsites, scap;
+  uint32_t *sidx;          /* open addressing: site index + 1 */
+  size_t sicap;
+  char **strs;             /* interned source names */
+  size_t strcap, nstrs;
+  uint64_t dropped;
+} trace;
+
+typedef struct large_stats {
+  uint64_t live, allocs;
+  size_t req, held;
+} large_stats;
+
+struct lalloc {
+  /* hot: the fast paths read these */
+  cache *caches[LA_NSLOT * LA_NCLASS];
+  size_t live;             /* bytes Lua holds: its own count, blocks of `prev` included */
+  size_t gate;             /* an allocation taking `live` past this takes the checked path */
+  int slowfree;            /* frees and reallocs take the checked path */
+
+  /* cold */
+  uint64_t magic;
+  size_t limit;            /* SIZE_MAX: none */
+  int foreign;             /* blocks of `prev` may be alive */
+  int watched;             /* an observer or a trace wants every event */
+  int want_final;          /* the next allocation is the state's own block */
+  lua_Alloc prevf;
+  void *prevud;
+  size_t foreign_live;
+  uint64_t foreign_frees;
+  uint64_t failures, limit_failures;
+  large_stats large[LA_NSLOT];
+  cache *all;
+  size_t ncaches;
+  void *final_block;       /* freeing it (the last free of lua_close) closes the heap */
+  int *gone;               /* set when the heap closes itself */
+  lua_State *main, *thread;
+  lalloc_observer obs;
+  void *obs_ud;
+  trace tr;
+  chunkset cs;
+};
+
+/* ---- tracing (lalloc_trace.c) ----------------------------------------------------------- */
+
+/* Object p of n bytes of the traced cache was allocated: records it under the site of the
+   traced thread's stack (dropped when out of metadata). */
+void lalloc_trace_record(lalloc *h, void *p, size_t n);
+/* Object p of the traced cache is freed: its record goes. */
+void lalloc_trace_forget(lalloc *h, const void *p);
+/* Frees the trace's records, sites and strings; keeps which cache is traced and whether it
+   records. */
+void lalloc_trace_free(lalloc *h);
+
+#endif
