@@ -222,8 +222,8 @@ test: deps
 # The C unit tests of cprof's allocator (tests/test_arena.c), built twice: as is, and with
 # AddressSanitizer + UBSan (LeakSanitizer checks that closing a heap frees all its metadata).
 # They link liblua5.4 for whole states (cprof_newstate).
-ALLOC_SRCS := src/mem/arena.c src/mem/slab.c src/mem/lalloc.c src/mem/lalloc_stats.c \
-              src/mem/lalloc_trace.c src/util/fault.c
+ALLOC_SRCS := src/mem/arena.c src/mem/chunk.c src/mem/slab.c src/mem/lalloc.c \
+              src/mem/lalloc_stats.c src/mem/lalloc_trace.c src/util/fault.c
 lua54_libs  = $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
 
 build/ctest/test_arena: tests/test_arena.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)

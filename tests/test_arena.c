@@ -338,7 +338,7 @@ static void test_chunkset_and_caches(void) {
       CHECK(p != NULL, "cache alloc");
       CHECK(chunkset_owns(&cs, p), "owned");
       CHECK(slab_of(p)->cache == caches[ci], "slab_of finds the cache");
-      CHECK(MAP_SLAB_ID(chunk_of(p)->map[page_in_chunk(p)]) == (uint32_t)ci, "map word has the id");
+      CHECK(MAP_SLAB_ID(chunk_of(p)->map[chunk_page(p)]) == (uint32_t)ci, "map word has the id");
       CHECK(chunk_of(p)->magic == CHUNK_MAGIC && chunk_of(p)->owner == &cs, "chunk header");
       fill(p, sizes[ci], tag);
       if (n == cap) {

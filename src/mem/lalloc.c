@@ -140,7 +140,7 @@ SLOW static void *alloc_large(lalloc *h, unsigned slot, size_t n) {
     size_t pages = (n + PAGE_SIZE - 1) >> PAGE_SHIFT;
     held = pages << PAGE_SHIFT;
     p = (void *)arena_alloc(&h->cs.pages, held);
-    if (p) chunk_of(p)->map[page_in_chunk(p)] = MAP_LARGE_WORD(pages, slot);
+    if (p) chunk_of(p)->map[chunk_page(p)] = MAP_LARGE_WORD(pages, slot);
   }
   if (!p) {
     h->failures++;
@@ -192,7 +192,7 @@ SLOW static void free_large(lalloc *h, chunk *ch, void *p, uint32_t w, size_t os
 /* Frees a block of ours. */
 static inline void free_ours(lalloc *h, void *p, size_t osize) {
   chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[page_in_chunk(p)];
+  uint32_t w = ch->map[chunk_page(p)];
   h->live -= osize;
   if (UNLIKELY(w & MAP_LARGE)) {
     free_large(h, ch, p, w, osize);
@@ -208,7 +208,7 @@ static inline void free_ours(lalloc *h, void *p, size_t osize) {
 /* The type slot and usable size of a block of ours. */
 static unsigned block_info(const lalloc *h, void *p, size_t *held) {
   chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[page_in_chunk(p)];
+  uint32_t w = ch->map[chunk_page(p)];
   if (w & MAP_LARGE) {
     size_t pages = MAP_LARGE_PAGES(w);
     *held = pages ? pages << PAGE_SHIFT : ch->huge_size;
@@ -222,7 +222,7 @@ static unsigned block_info(const lalloc *h, void *p, size_t *held) {
 /* Lua's count for a block that stays where it is changes from osize to nsize. */
 static void resize_in_place(lalloc *h, void *p, size_t osize, size_t nsize) {
   chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[page_in_chunk(p)];
+  uint32_t w = ch->map[chunk_page(p)];
   if (w & MAP_LARGE) {
     large_stats *ls = &h->large[MAP_LARGE_TYPE(w)];
     ls->req = ls->req - osize + nsize;
@@ -244,7 +244,7 @@ static int fits_in_place(size_t held, int large, size_t nsize) {
 static __attribute__((noinline)) void *realloc_ours(lalloc *h, void *p, size_t osize, size_t nsize) {
   size_t held;
   unsigned slot = block_info(h, p, &held);
-  int large = (chunk_of(p)->map[page_in_chunk(p)] & MAP_LARGE) != 0;
+  int large = (chunk_of(p)->map[chunk_page(p)] & MAP_LARGE) != 0;
   if (fits_in_place(held, large, nsize)) {
     resize_in_place(h, p, osize, nsize);
     return p;
@@ -333,7 +333,7 @@ const char *lalloc_trace_cache(const lalloc *h) { return h->tr.c ? h->tr.c->name
 static void note(lalloc *h, int ev, void *p, size_t n) {
   unsigned slot;
   chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[page_in_chunk(p)];
+  uint32_t w = ch->map[chunk_page(p)];
   if (w & MAP_LARGE) {
     slot = MAP_LARGE_TYPE(w);
   } else {

@@ -31,7 +31,8 @@ static int edge_matches(const EdgeProbe *q, uint32_t i) {
   return q->T->edges[i].caller == q->caller && q->T->edges[i].callee == q->callee;
 }
 
-uint32_t tree_edge(CallTree *T, uint32_t caller, uint32_t callee) {
+/* The edge caller->callee (entries), made on first sight; IDX_NONE when out of memory. */
+static uint32_t tree_edge(CallTree *T, uint32_t caller, uint32_t callee) {
   EdgeProbe q = {T, caller, callee};
   uint32_t h = hash_pair(caller, callee), i;
   IDXMAP_FIND(&T->edge_by_pair, h, edge_matches, &q, i);

@@ -51,9 +51,6 @@ typedef struct CallTree {
 int tree_init(CallTree *T);
 void tree_free(CallTree *T);
 
-/* The edge caller->callee (entries), made on first sight; IDX_NONE when out of memory. */
-uint32_t tree_edge(CallTree *T, uint32_t caller, uint32_t callee);
-
 /* The link for a call of `entry` from a frame on node `from` (IDX_NONE: a root call) whose
    function is `from_entry`. NULL when out of memory. */
 const Link *tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry);
