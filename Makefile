@@ -113,8 +113,8 @@ DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
 # ---------------------------------------------------------------------------------------------
 # Targets
 
-.PHONY: all deps test spec spec-memory check-install demo install uninstall env asan valgrind bench \
-        bench-alloc ctest clean help FORCE
+.PHONY: all deps test spec spec-memory check-install check-includes demo install uninstall env asan \
+        valgrind bench bench-alloc ctest clean help FORCE
 
 all: build/$(LUA)/cprof/core.so
 
@@ -131,7 +131,8 @@ help:
 	@echo 'make valgrind         $(VALGRIND_RUN) under valgrind'
 	@echo 'make bench            run bench/*.lua, then bench-alloc'
 	@echo 'make bench-alloc      cprof'"'"'s allocator against the default one (and mimalloc)'
-	@echo 'make ctest            C unit tests of the arenas, slabs and lua_Alloc (also under ASan)'
+	@echo 'make ctest            C unit tests of the allocator, the hash index and the engine (also ASan)'
+	@echo 'make check-includes   the #include graph of src/ has no cycle'
 	@echo 'make clean            remove build/'
 
 # Build rules for one variant ($(1) = lua5.4, luajit or asan).
@@ -212,6 +213,7 @@ test: deps
 	$(MAKE) --no-print-directory spec-memory || status=1; \
 	suites="$$suites memory"; \
 	$(MAKE) --no-print-directory ctest || status=1; \
+	$(MAKE) --no-print-directory check-includes || status=1; \
 	$(MAKE) --no-print-directory check-install || status=1; \
 	$(MAKE) --no-print-directory fuzz-short || status=1; \
 	echo "==> summary"; \
@@ -251,6 +253,10 @@ ctest: build/ctest/test_arena build/ctest/test_arena-asan build/ctest/test_host_
 	@echo "==> C unit tests under ASan + UBSan: build/ctest/test_arena-asan"
 	@ASAN_OPTIONS='detect_leaks=1:abort_on_error=1' UBSAN_OPTIONS='halt_on_error=1:print_stacktrace=1' \
 	  build/ctest/test_arena-asan
+
+# Files, modules (x.c with x.h and x_*) and folders of src/ include each other without a cycle.
+check-includes:
+	@$(LUA_CMD) tools/check-includes.lua $(SRCS) $(HDRS)
 
 # luarocks make and make install into scratch trees under build/check-install/.
 check-install: build/lua5.4/cprof/core.so

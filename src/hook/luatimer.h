@@ -8,7 +8,7 @@
 
 #include <lua.h>
 
-#include "hook/clock.h"
+#include "tables/clock.h"
 
 typedef struct LuaTimer {
   Clock *clock;       /* clock->L is the thread the hook is running in: f is called there */

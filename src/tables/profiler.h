@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "cprof.h"
-#include "hook/clock.h"
+#include "tables/clock.h"
 #include "mem/memattr.h"
 #include "tables/calltree.h"
 #include "tables/functions.h"

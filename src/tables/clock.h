@@ -1,5 +1,5 @@
 /*
- * hook/clock.h — the profile's clock: the timer less the time spent inside cprof's hook, which
+ * tables/clock.h — the profile's clock: the timer less the time spent inside cprof's hook, which
  * stops the clock while it runs, so that no frame is charged for cprof's own work; it never goes
  * back. Reading the timer a second time per event would double the cost of the clock, the
  * largest part of cprof's, so where the timer allows it most events are charged an estimate of
