@@ -221,38 +221,35 @@ test: deps
 	if [ $$status -ne 0 ]; then echo "make test: FAILED"; fi; \
 	exit $$status
 
-# The C unit tests of cprof's allocator (tests/test_arena.c), built twice: as is, and with
-# AddressSanitizer + UBSan (LeakSanitizer checks that closing a heap frees all its metadata).
-# They link liblua5.4 for whole states (cprof_newstate).
-ALLOC_SRCS := src/mem/arena.c src/mem/chunk.c src/mem/slab.c src/mem/lalloc.c \
-              src/mem/lalloc_stats.c src/mem/lalloc_trace.c src/util/fault.c
+# The C unit tests (tests/test_*.c), each built twice against cprof's objects: as is (those of
+# build/lua5.4/) and with AddressSanitizer + UBSan (those of build/asan/; LeakSanitizer checks
+# that closing a heap or a profile frees everything). They link liblua5.4 for whole states.
+CTESTS     := $(patsubst tests/%.c,%,$(sort $(wildcard tests/test_*.c)))
 lua54_libs  = $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
+ctest_objs  = $(patsubst src/%.c,build/$(1)/obj/%.o,$(SRCS))
+ASAN_RUN   := ASAN_OPTIONS='detect_leaks=1:abort_on_error=1' \
+              UBSAN_OPTIONS='halt_on_error=1:print_stacktrace=1'
 
-build/ctest/test_arena: tests/test_arena.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
+build/ctest/%: tests/%.c tests/ctest.h $(HDRS) $(call ctest_objs,lua5.4) | $(DEPS_FIRST)
 	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ \
-	  tests/test_arena.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm -lpthread
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ $< \
+	  $(call ctest_objs,lua5.4) $(lua54_libs) -ldl -lm -lpthread
 
-build/ctest/test_arena-asan: tests/test_arena.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
+build/ctest/asan/%: tests/%.c tests/ctest.h $(HDRS) $(call ctest_objs,asan) | $(DEPS_FIRST)
 	@mkdir -p $(@D)
-	$(ASAN_CC) $(BASE_CFLAGS) $(SAN_FLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ \
-	  tests/test_arena.c $(ALLOC_SRCS) $(lua54_libs) -ldl -lm -lpthread
+	$(ASAN_CC) $(BASE_CFLAGS) $(SAN_FLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ $< \
+	  $(call ctest_objs,asan) $(lua54_libs) -ldl -lm -lpthread
 
-# A host that links cprof in (every C source) and registers its own timer through src/cprof.h.
-
-build/ctest/test_host_timer: tests/test_host_timer.c $(SRCS) $(HDRS) | $(DEPS_FIRST)
-	@mkdir -p $(@D)
-	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ \
-	  tests/test_host_timer.c $(SRCS) $(lua54_libs) -ldl -lm -lpthread
-
-ctest: build/ctest/test_arena build/ctest/test_arena-asan build/ctest/test_host_timer
-	@echo "==> C unit tests: build/ctest/test_host_timer"
-	@build/ctest/test_host_timer
-	@echo "==> C unit tests: build/ctest/test_arena"
-	@build/ctest/test_arena
-	@echo "==> C unit tests under ASan + UBSan: build/ctest/test_arena-asan"
-	@ASAN_OPTIONS='detect_leaks=1:abort_on_error=1' UBSAN_OPTIONS='halt_on_error=1:print_stacktrace=1' \
-	  build/ctest/test_arena-asan
+ctest: $(addprefix build/ctest/,$(CTESTS)) $(addprefix build/ctest/asan/,$(CTESTS))
+	@status=0; \
+	for t in $(CTESTS); do \
+	  echo "==> C unit tests: build/ctest/$$t"; build/ctest/$$t || status=1; \
+	done; \
+	for t in $(CTESTS); do \
+	  echo "==> C unit tests under ASan + UBSan: build/ctest/asan/$$t"; \
+	  $(ASAN_RUN) build/ctest/asan/$$t || status=1; \
+	done; \
+	exit $$status
 
 # Files, modules (x.c with x.h and x_*) and folders of src/ include each other without a cycle.
 check-includes:
@@ -340,6 +337,8 @@ bench: deps all build/$(LUA)/emptyhook.so
 # it is optional, loaded at run time; `make bench` tries to install libmimalloc-dev and goes on
 # without it). BENCH_ALLOC_FLAGS: e.g. --reps=5 --only=binary_trees.
 BENCH_ALLOC_FLAGS ?=
+ALLOC_SRCS := src/mem/arena.c src/mem/chunk.c src/mem/slab.c src/mem/lalloc.c \
+              src/mem/lalloc_stats.c src/mem/lalloc_trace.c src/util/fault.c
 build/lua5.4/bench-alloc: bench/alloc.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
 	@mkdir -p $(@D)
 	$(CC) $(BASE_CFLAGS) $(CFLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ \

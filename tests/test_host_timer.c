@@ -9,19 +9,9 @@
 #include <lualib.h>
 
 #include "cprof.h"
+#include "ctest.h"
 
 int luaopen_cprof_core(lua_State *L);
-
-static int failures;
-
-#define CHECK(cond, ...)                   \
-  do {                                     \
-    if (!(cond)) {                         \
-      fprintf(stderr, "FAIL: " __VA_ARGS__); \
-      fprintf(stderr, "\n");               \
-      failures++;                          \
-    }                                      \
-  } while (0)
 
 /* The host's clock: 10 ticks a reading, each tick 1 ms. */
 static cprof_ticks host_clock(void *ud) {
@@ -69,7 +59,5 @@ int main(void) {
   CHECK(lua_tonumber(L, 4) > 0.0199 && lua_tonumber(L, 4) < 0.0201, "leaf tottime %g", lua_tonumber(L, 4));
   CHECK(lua_tonumber(L, 5) > 0.0499 && lua_tonumber(L, 5) < 0.0501, "root cumtime %g", lua_tonumber(L, 5));
   lua_close(L);
-  if (failures) return 1;
-  printf("host timer: all checks passed\n");
-  return 0;
+  return ctest_done("test_host_timer");
 }

@@ -1,0 +1,224 @@
+/*
+ * tests/test_engine.c — unit tests of cProfile's rules (src/engine/engine.c), run by `make ctest`
+ * both as is and under AddressSanitizer + UBSan.
+ *
+ * The engine is driven the way the hook drives it, without the hook: calls, returns and
+ * coroutine switches at times chosen by the test (a fake clock), with activation ids chosen by
+ * the test. Each case checks ncalls, pcalls, tottime and cumtime exactly, per function, per
+ * edge and per call-tree node: recursion, a tail call and an error unwinding several frames,
+ * a coroutine resumed twice and finishing, and closing at disable() with profiler frames open.
+ *
+ *   test_engine      exit status 0 when everything passed
+ */
+#include <stdint.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "ctest.h"
+#include "engine/engine.h"
+#include "tables/profiler.h"
+
+static cprof_ticks no_clock(void *ud) {
+  (void)ud;
+  return 0;
+}
+
+static const cprof_timer fake = {"fake", 1.0, no_clock, NULL, 1};
+
+/* Activation ids: any distinct addresses will do. */
+#define CI(k) ((const void *)(uintptr_t)(0x1000 + (k)))
+
+static char *dup(const char *s) {
+  size_t n = strlen(s) + 1;
+  char *d = malloc(n);
+  memcpy(d, s, n);
+  return d;
+}
+
+/* A function entry named `name` (a C function at a made-up address). */
+static uint32_t func(Profiler *P, const char *name) {
+  static char addresses[32];
+  uint32_t e = fn_add(&P->fns, &addresses[P->fns.nentries], -1, NULL, 0, dup("~"), dup(name),
+                      KIND_C);
+  CHECK(e != IDX_NONE, "entry %s", name);
+  return e;
+}
+
+/* The event at `now` is in stack `st`: the switch the hook makes first when the thread changed. */
+static void in(Profiler *P, Stack *st, cprof_ticks now) {
+  if (st == P->stacks.cur) return;
+  Stack *from = P->stacks.cur;
+  if (eng_switch(P, from, st, now)) stk_drop(&P->stacks, from);
+  P->stacks.cur = st;
+}
+
+static void call(Profiler *P, Stack *st, int ci, int parent, uint32_t e, cprof_ticks now) {
+  in(P, st, now);
+  CHECK(eng_call(P, st, CI(ci), parent ? CI(parent) : NULL, e, now) == 0, "call at %lld",
+        (long long)now);
+}
+
+static void ret(Profiler *P, Stack *st, int ci, cprof_ticks now) {
+  in(P, st, now);
+  eng_return(P, st, CI(ci), now);
+}
+
+static void expect(const Stat *s, const char *what, uint64_t ncalls, uint64_t pcalls,
+                   cprof_ticks tottime, cprof_ticks cumtime) {
+  CHECK(s->calls == ncalls && s->calls - s->rcalls == pcalls && s->it == tottime &&
+            s->tt == cumtime && s->level == 0,
+        "%s: ncalls %llu/%llu, pcalls %llu/%llu, tottime %lld/%lld, cumtime %lld/%lld, level %u",
+        what, (unsigned long long)s->calls, (unsigned long long)ncalls,
+        (unsigned long long)(s->calls - s->rcalls), (unsigned long long)pcalls,
+        (long long)s->it, (long long)tottime, (long long)s->tt, (long long)cumtime, s->level);
+}
+
+static const Stat *edge(const Profiler *P, uint32_t caller, uint32_t callee) {
+  for (uint32_t i = 0; i < P->tree.nedges; i++)
+    if (P->tree.edges[i].caller == caller && P->tree.edges[i].callee == callee)
+      return &P->tree.edges[i].s;
+  CHECK(0, "no edge %u -> %u", caller, callee);
+  static const Stat none;
+  return &none;
+}
+
+/* The node of the path entries path[0] -> ... -> path[n - 1] from a root. */
+static const Stat *node(const Profiler *P, const uint32_t *path, int n) {
+  uint32_t parent = IDX_NONE, found = IDX_NONE;
+  for (int d = 0; d < n; d++, parent = found) {
+    found = IDX_NONE;
+    for (uint32_t i = 0; i < P->tree.nnodes; i++)
+      if (P->tree.nodes[i].parent == parent && P->tree.nodes[i].entry == path[d]) found = i;
+    if (found == IDX_NONE) {
+      CHECK(0, "no node for depth %d of the path", d);
+      static const Stat none;
+      return &none;
+    }
+  }
+  return &P->tree.nodes[found].s;
+}
+
+static Stack *setup(Profiler *P, lua_State *L) {
+  CHECK(prof_init(P, &fake) == 0, "prof_init");
+  Stack *st = stk_new(&P->stacks, P, L);
+  CHECK(st != NULL, "stack");
+  P->stacks.cur = st;
+  return st;
+}
+
+/* f calls itself twice: 3 calls, 1 primitive; cumulative time only for the outermost. */
+static void test_recursion(lua_State *L) {
+  Profiler P;
+  Stack *st = setup(&P, L);
+  uint32_t f = func(&P, "f");
+  call(&P, st, 1, 0, f, 0);
+  call(&P, st, 2, 1, f, 1);
+  call(&P, st, 3, 2, f, 3);
+  ret(&P, st, 3, 6);   /* own 3 */
+  ret(&P, st, 2, 10);  /* 9, of which 3 in the inner f: own 6 */
+  ret(&P, st, 1, 15);  /* 15, of which 9 inside: own 6 */
+  expect(&P.fns.entries[f].s, "f", 3, 1, 15, 15);
+  expect(edge(&P, f, f), "f -> f", 2, 1, 9, 9);
+  expect(node(&P, (uint32_t[]){f}, 1), "node f (recursion folds into it)", 3, 1, 15, 15);
+  CHECK(P.tree.nnodes == 1, "one node: %u", P.tree.nnodes);
+  prof_free(&P);
+}
+
+/* A tail call: g's frame is replaced by h, whose call names f as its caller, so g closes when
+   h is called. Then an error: k's frames are unwound up to f, whose return closes them. */
+static void test_unwinds(lua_State *L) {
+  Profiler P;
+  Stack *st = setup(&P, L);
+  uint32_t f = func(&P, "f"), g = func(&P, "g"), h = func(&P, "h"), k = func(&P, "k");
+  call(&P, st, 1, 0, f, 0);
+  call(&P, st, 2, 1, g, 2);
+  call(&P, st, 3, 1, h, 5);  /* g ends here: 3 */
+  ret(&P, st, 3, 9);         /* h: 4 */
+  call(&P, st, 4, 1, k, 10);
+  call(&P, st, 5, 4, k, 11);
+  ret(&P, st, 1, 20);        /* both k frames and f close at 20 */
+  expect(&P.fns.entries[g].s, "g", 1, 1, 3, 3);
+  expect(&P.fns.entries[h].s, "h", 1, 1, 4, 4);
+  expect(&P.fns.entries[k].s, "k", 2, 1, 10, 10);
+  expect(&P.fns.entries[f].s, "f", 1, 1, 3, 20);  /* 20 - 3 - 4 - 10 */
+  expect(edge(&P, f, g), "f -> g", 1, 1, 3, 3);
+  expect(edge(&P, f, h), "f -> h", 1, 1, 4, 4);
+  expect(edge(&P, f, k), "f -> k", 1, 1, 1, 10);
+  expect(edge(&P, k, k), "k -> k", 1, 1, 9, 9);
+  expect(node(&P, (uint32_t[]){f, h}, 2), "node f/h", 1, 1, 4, 4);
+  CHECK(st->n == 0, "every frame closed: %u open", st->n);
+  prof_free(&P);
+}
+
+static int yield_once(lua_State *co) { return lua_yield(co, 0); }
+
+/* f resumes a coroutine twice: its body g runs, yields, runs again and finishes. The time
+   the coroutine runs is the callee time of each resume; the time it is suspended counts for
+   nobody inside it. */
+static void test_coroutine(lua_State *L) {
+  Profiler P;
+  Stack *main_st = setup(&P, L);
+  lua_State *co = lua_newthread(L);
+  lua_pushcfunction(co, yield_once);
+  Stack *co_st = stk_new(&P.stacks, &P, co);
+  CHECK(co_st != NULL, "coroutine stack");
+  uint32_t f = func(&P, "f"), resume = func(&P, "resume"), g = func(&P, "g"),
+           yield = func(&P, "yield");
+  int nres;
+
+  call(&P, main_st, 1, 0, f, 0);
+  call(&P, main_st, 2, 1, resume, 1);
+  call(&P, co_st, 10, 0, g, 2);        /* the coroutine starts: resumed by main_st */
+  call(&P, co_st, 11, 10, yield, 5);
+  CHECK(lua_resume(co, L, 0, &nres) == LUA_YIELD, "the coroutine yields");
+  ret(&P, main_st, 2, 7);              /* resume returns: 6, of which 3 in the coroutine */
+  CHECK(co_st->suspended, "suspended");
+  call(&P, main_st, 3, 1, resume, 8);
+  ret(&P, co_st, 11, 9);               /* yield returns in the resumed coroutine */
+  ret(&P, co_st, 10, 12);              /* g returns: ran 2..5 and 9..12 */
+  CHECK(lua_resume(co, L, 0, &nres) == LUA_OK, "the coroutine finishes");
+  ret(&P, main_st, 3, 13);             /* resume returns: 5, of which 3 in the coroutine */
+  CHECK(P.stacks.n == 1, "the finished coroutine's stack is dropped: %u stacks", P.stacks.n);
+  ret(&P, main_st, 1, 15);
+
+  expect(&P.fns.entries[f].s, "f", 1, 1, 4, 15);
+  expect(&P.fns.entries[resume].s, "resume", 2, 2, 5, 11);
+  expect(&P.fns.entries[g].s, "g", 1, 1, 6, 6);
+  expect(&P.fns.entries[yield].s, "yield", 1, 1, 0, 0);
+  expect(edge(&P, f, resume), "f -> resume", 2, 2, 5, 11);
+  expect(edge(&P, resume, g), "resume -> g", 1, 1, 6, 6);
+  expect(edge(&P, g, yield), "g -> yield", 1, 1, 0, 0);
+  expect(node(&P, (uint32_t[]){f, resume, g, yield}, 4), "node f/resume/g/yield", 1, 1, 0, 0);
+  lua_pop(L, 1);
+  prof_free(&P);
+}
+
+/* disable() while the profiler's own function is running inside f: that frame is left out,
+   f is closed at the time of the flush. */
+static void test_flush(lua_State *L) {
+  Profiler P;
+  Stack *st = setup(&P, L);
+  uint32_t f = func(&P, "f"), disable = func(&P, "disable");
+  P.fns.entries[disable].internal = 1;
+  call(&P, st, 1, 0, f, 0);
+  call(&P, st, 2, 1, disable, 4);
+  eng_flush(&P, st, 10);
+  expect(&P.fns.entries[f].s, "f", 1, 1, 10, 10);
+  expect(&P.fns.entries[disable].s, "disable", 0, 0, 0, 0);
+  CHECK(st->n == 0, "every frame closed");
+  prof_free(&P);
+}
+
+int main(void) {
+  lua_State *L = luaL_newstate();
+  if (!L) return 1;
+  test_recursion(L);
+  test_unwinds(L);
+  test_coroutine(L);
+  test_flush(L);
+  lua_close(L);
+  return ctest_done("test_engine");
+}
