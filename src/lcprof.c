@@ -1,5 +1,7 @@
-/* cprof.core: the Profile object over the engine. Lua-side conveniences (run, runctx, reports)
-   live in lua/cprof/init.lua, added to the same method table. */
+/* cprof.core: the Profile object over the hook, the engine and the tables, plus the dump and
+   memory subtables. Lua-side conveniences (run, runctx, reports) live in lua/cprof/init.lua,
+   added to the same method table. Every function here runs when Lua calls it, never per
+   profiled call. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -96,7 +96,8 @@ static void test_random(uint32_t hash_bits, uint32_t capacity) {
   check_table(&t, "random, at the end");
   while (t.n > 0) remove_at(&t, (uint32_t)below(t.n));
   CHECK(t.map.count == 0, "empty again");
-  for (uint32_t s = 0; s <= t.map.mask; s++) CHECK(t.map.slots[s].idx1 == 0, "slot %u not empty", s);
+  for (uint32_t s = 0; s <= t.map.mask; s++)
+    CHECK(t.map.slots[s].idx1 == 0, "slot %u not empty", s);
   free(present);
   free(t.recs);
   idxmap_free(&t.map);

@@ -11,10 +11,10 @@
 
 #include <lauxlib.h>
 
-#include "util/fault.h"
-#include "util/compat.h"
 #include "dump/format.h"
 #include "dump/ldump.h"
+#include "util/compat.h"
+#include "util/fault.h"
 
 /* core.write_dump(path, data) -> true; raises "cprof: <path>: <what is wrong>". */
 static int l_write_dump(lua_State *L) {

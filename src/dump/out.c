@@ -123,7 +123,8 @@ void out_commit(DumpOut *o, const unsigned char *p, size_t n, uint64_t at) {
   int fd = o->fd;
   o->fd = -1;
   if (close(fd) != 0) out_error(o, "cannot write: %s", strerror(errno));
-  if (rename(o->tmppath, o->name) != 0) out_error(o, "cannot replace the file: %s", strerror(errno));
+  if (rename(o->tmppath, o->name) != 0)
+    out_error(o, "cannot replace the file: %s", strerror(errno));
   free(o->tmppath);
   o->tmppath = NULL;
 }

@@ -15,8 +15,8 @@
 
 #include <lauxlib.h>
 
-#include "util/compat.h"
 #include "dump/format.h"
+#include "util/compat.h"
 
 typedef struct Plan {
   int known;       /* index into the record kind's DumpField table, or -1 */

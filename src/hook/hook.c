@@ -161,7 +161,8 @@ void hook_event(lua_State *L, lua_Debug *ar) {
     } else if (eng_line(P, st, ar->currentline, now)) {
       P->oom = 1;
     }
-    clock_stop(&P->clock, in, kind, slow || before != P->tree.nlinks + P->lines.nrecs + P->stacks.n);
+    slow = slow || before != P->tree.nlinks + P->lines.nrecs + P->stacks.n;
+    clock_stop(&P->clock, in, kind, slow);
     P->mem.in_hook = 0;
   }
   if (theirs && event != LUA_HOOKRET) st->prev_hook(L, ar);

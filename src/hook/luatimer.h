@@ -1,7 +1,7 @@
 /*
- * hook/luatimer.h — a timer that is a Lua function, as Python's cProfile.Profile(timer, timeunit):
- * cprof.Profile{timer = f} (f returns float seconds) or cprof.Profile{timer = f, unit = u}
- * (f returns integer ticks of u seconds).
+ * hook/luatimer.h — a timer that is a Lua function, as Python's cProfile.Profile(timer,
+ * timeunit): cprof.Profile{timer = f} (f returns float seconds) or cprof.Profile{timer = f,
+ * unit = u} (f returns integer ticks of u seconds). A reading is a protected call of f.
  */
 #ifndef CPROF_LUATIMER_H
 #define CPROF_LUATIMER_H

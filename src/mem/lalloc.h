@@ -1,6 +1,7 @@
 /*
- * mem/lalloc.h — cprof's lua_Alloc: one heap per Lua state, built from slab caches (per size class
- * and per Lua type) over the arenas of arena.h. See docs/MEMORY.md.
+ * mem/lalloc.h — cprof's lua_Alloc: one heap per Lua state, built from slab caches (per size
+ * class and per Lua type) over the arenas of arena.h. See docs/MEMORY.md. An allocation or a
+ * free is a magazine pop or push and three counters, inline in lalloc_f; see lalloc.c.
  *
  * The lua_Alloc contract, exactly: ptr == NULL is a new block and osize its type tag (Lua 5.4:
  * LUA_TSTRING, LUA_TTABLE, ..., LUA_TUPVAL, LUA_TPROTO, or 0 for memory that is not an object);

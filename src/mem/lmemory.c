@@ -4,9 +4,9 @@
 
 #include <lauxlib.h>
 
-#include "util/compat.h"
 #include "mem/lalloc.h"
 #include "mem/lmemory.h"
+#include "util/compat.h"
 
 static lalloc *heap(lua_State *L) {
   lalloc *h = lalloc_of(L);

@@ -9,9 +9,9 @@
 #include <stdint.h>
 
 #include "cprof.h"
-#include "tables/clock.h"
 #include "mem/memattr.h"
 #include "tables/calltree.h"
+#include "tables/clock.h"
 #include "tables/functions.h"
 #include "tables/lines.h"
 #include "tables/stacks.h"

@@ -27,16 +27,17 @@ struct Profiler;
 typedef struct Stack {
   struct Profiler *P;
   lua_State *L;
-  uint64_t id;             /* never reused: tells this stack from a dead thread's at the same address */
+  uint64_t id;             /* never reused: tells this stack from a dead thread's at its address */
   Frame *f;
   uint32_t n, cap;
   struct Stack *resumer;   /* the stack that resumed this coroutine, while it runs */
   cprof_ticks switch_in;   /* when control last passed into this coroutine */
-  cprof_ticks last;        /* the time of its latest event: when control left it, seen from inside */
+  cprof_ticks last;        /* the time of its latest event: when control left it, from inside */
   cprof_ticks suspended_at;
-  int suspended;           /* yielded: its frames are out of the recursion levels, their clocks stopped */
+  int suspended;           /* yielded: its frames are out of the recursion levels, their clocks
+                              stopped */
   int seen;                /* marked by a sweep: the thread is still alive */
-  int ci_pending;          /* LuaJIT: the top frame's activation id is provisional (see hook.c) */
+  int ci_pending;          /* LuaJIT: the top frame's activation id is provisional (COMPAT_CI) */
   /* The hook the program had on this thread, called for the events it asked for. */
   lua_Hook prev_hook;
   int prev_mask, prev_count;
