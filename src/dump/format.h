@@ -8,8 +8,10 @@
 #ifndef CPROF_DUMP_FORMAT_H
 #define CPROF_DUMP_FORMAT_H
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <lua.h>
 
@@ -215,6 +217,14 @@ static inline int dump_wire_of(int enc) {
 
 /* The highest encoding this cprof knows. */
 #define DUMP_ENC_LAST DUMP_ENC_ROW
+
+/* Pushes the message of every error of the reader and the writer: "cprof: <name>: <fmt ...>".
+   They raise it inside their lua_pcall. */
+static inline void dump_push_error(lua_State *L, const char *name, const char *fmt, va_list ap) {
+  char msg[512];
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  lua_pushfstring(L, "cprof: %s: %s", name, msg);
+}
 
 /* Little-endian fixed-size helpers. */
 static inline void dump_put_u32(unsigned char *p, uint32_t v) {

@@ -15,12 +15,10 @@
 #define OUT_FILE_BUFFER (1u << 20)
 
 void out_error(DumpOut *o, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  dump_push_error(o->L, o->name, fmt, ap);
   va_end(ap);
-  lua_pushfstring(o->L, "cprof: %s: %s", o->name, msg);
   lua_error(o->L);
 }
 

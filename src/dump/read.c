@@ -58,12 +58,10 @@ static const char *const SECTION_NAMES[DUMP_SEC_LAST_KNOWN + 1] = {
   "mem_types", "mem_arenas", "mem_free_lists"};
 
 static void rerr(Reader *R, const char *fmt, ...) {
-  char msg[512];
   va_list ap;
   va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
+  dump_push_error(R->L, R->name, fmt, ap);
   va_end(ap);
-  lua_pushfstring(R->L, "cprof: %s: %s", R->name, msg);
   lua_error(R->L);
 }
 

@@ -29,17 +29,9 @@ static uint32_t content_hash(const char *source, size_t srclen, int line) {
   return (uint32_t)hash_mix64(hash_bytes(source, srclen, HASH_BYTES_SEED) ^ (uint32_t)line);
 }
 
-typedef struct ContentProbe {
-  const FuncTable *F;
-  const void *cfunc;
-  int line;
-  const char *source;
-  size_t srclen;
-} ContentProbe;
-
-static int content_matches(const ContentProbe *q, uint32_t i) {
+static int content_matches(const FnProbe *q, uint32_t i) {
   const Entry *e = &q->F->entries[i];
-  if (q->cfunc) return e->cfunc == q->cfunc;
+  if (q->ptr) return e->cfunc == q->ptr;
   return e->line == q->line && e->srclen == q->srclen && !e->cfunc &&
          memcmp(e->source, q->source, q->srclen) == 0;
 }
@@ -57,7 +49,7 @@ static int add_key(FuncTable *F, const void *ptr, int line, uint32_t entry) {
 
 uint32_t fn_find_content(FuncTable *F, const void *ptr, int line, const char *source,
                          size_t srclen) {
-  ContentProbe q = {F, source ? NULL : ptr, line, source, srclen};
+  FnProbe q = {F, source ? NULL : ptr, line, source, srclen};
   uint32_t i;
   IDXMAP_FIND(&F->by_content, entry_hash(ptr, line, source, srclen), content_matches, &q, i);
   if (i != IDX_NONE && add_key(F, ptr, line, i)) return IDX_NONE;

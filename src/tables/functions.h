@@ -65,15 +65,17 @@ uint32_t fn_find_content(FuncTable *F, const void *ptr, int line, const char *so
 uint32_t fn_add(FuncTable *F, const void *ptr, int line, const char *source, size_t srclen,
                 char *file, char *name, int kind);
 
-typedef struct KeyProbe {
+/* A function looked up: by address (fn_find_key) or by content (fn_find_content, where `ptr`
+   is NULL for a Lua function). */
+typedef struct FnProbe {
   const FuncTable *F;
   const void *ptr;
   int line;
   const char *source;
   size_t srclen;
-} KeyProbe;
+} FnProbe;
 
-static inline int fn_key_matches(const KeyProbe *q, uint32_t k) {
+static inline int fn_key_matches(const FnProbe *q, uint32_t k) {
   const Key *key = &q->F->keys[k];
   if (key->ptr != q->ptr || key->line != q->line) return 0;
   if (!q->source) return 1;
@@ -84,7 +86,7 @@ static inline int fn_key_matches(const KeyProbe *q, uint32_t k) {
 
 static inline uint32_t fn_find_key(FuncTable *F, const void *ptr, int line, const char *source,
                                    size_t srclen) {
-  KeyProbe q = {F, ptr, line, source, srclen};
+  FnProbe q = {F, ptr, line, source, srclen};
   uint32_t h = hash_ptr_line(ptr, line), k;
   IDXMAP_FIND(&F->by_address, h, fn_key_matches, &q, k);
   return k == IDX_NONE ? IDX_NONE : F->keys[k].entry;
