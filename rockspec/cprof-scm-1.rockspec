@@ -30,6 +30,7 @@ Lua code (cprof.run, cprof.Profile).
 
 dependencies = {
    "lua >= 5.1",
+   "lua-cjson",
 }
 
 build = {
@@ -43,7 +44,6 @@ build = {
       ["cprof.data"] = "lua/cprof/data.lua",
       ["cprof.dump"] = "lua/cprof/dump.lua",
       ["cprof.funckey"] = "lua/cprof/funckey.lua",
-      ["cprof.json"] = "lua/cprof/json.lua",
       ["cprof.loaders"] = "lua/cprof/loaders.lua",
       ["cprof.marshal"] = "lua/cprof/marshal.lua",
       ["cprof.memory"] = "lua/cprof/memory.lua",
@@ -51,6 +51,7 @@ build = {
       ["cprof.report"] = "lua/cprof/report/init.lua",
       ["cprof.report.allocator"] = "lua/cprof/report/allocator.lua",
       ["cprof.report.callers"] = "lua/cprof/report/callers.lua",
+      ["cprof.report.json"] = "lua/cprof/report/json.lua",
       ["cprof.report.lines"] = "lua/cprof/report/lines.lua",
       ["cprof.report.memory"] = "lua/cprof/report/memory.lua",
       ["cprof.report.rows"] = "lua/cprof/report/rows.lua",

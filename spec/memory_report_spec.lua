@@ -5,7 +5,7 @@
 local cprof = require "cprof"
 local stats = require "cprof.stats"
 local data = require "cprof.data"
-local json = require "cprof.json"
+local json = require "cprof.report.json"
 
 local S = require "spec.support"
 local collector = S.collector
