@@ -4,7 +4,7 @@
 -- made from snapshots and dumps, with the count of clamped times reported.
 local cprof = require "cprof"
 local stats = require "cprof.stats"
-local data = require "cprof.data"
+local data = require "cprof.profdata"
 local json = require "cprof.report.json"
 
 local S = require "spec.support"

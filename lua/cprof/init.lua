@@ -19,7 +19,7 @@ cprof.memory = require "cprof.memory"
 local methods = core.methods
 
 local bias_mod = require "cprof.bias"
-local data_mod = require "cprof.data"
+local profdata = require "cprof.profdata"
 local dump = require "cprof.dump"
 
 --- The bias (seconds per event) of profiles made without a `bias` option, as Python's
@@ -132,7 +132,7 @@ function methods:dump_data()
   meta.command = cprof.command_line()
   meta.pid = process_id()
   meta.host = host_name()
-  if cprof.memory.installed() then data_mod.set_allocator(d, cprof.memory.stats()) end
+  if cprof.memory.installed() then profdata.set_allocator(d, cprof.memory.stats()) end
   return d
 end
 

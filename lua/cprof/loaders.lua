@@ -14,10 +14,10 @@
 
 local funckey = require "cprof.funckey"
 local pyfmt = require "cprof.pyfmt"
-local profdata = require "cprof.data"
+local profdata = require "cprof.profdata"
 local bias = require "cprof.bias"
 local dump = require "cprof.dump"
-local marshal = require "cprof.marshal"
+local marshal = require "cprof.pstats.marshal"
 
 local M = {}
 
@@ -61,7 +61,7 @@ function M.put(st, key, rec, what, lastline)
 end
 
 --- Adds line records { [line] = { hits, time } } and a memory record to a function's own
---- (either may be nil): line records are summed by line, memory by cprof.data.add_memory.
+--- (either may be nil): line records are summed by line, memory by cprof.profdata.add_memory.
 function M.put_extra(st, key, lines, mem)
   if lines then
     local mine = st.lines[key]
@@ -91,7 +91,7 @@ function M.put_extra(st, key, lines, mem)
   end
 end
 
--- Keep the meta of a loaded profile (the first one's, summed as cprof.data.merge_meta does).
+-- Keep the meta of a loaded profile (the first one's, summed as cprof.profdata.merge_meta does).
 local function add_meta(st, meta)
   if type(meta) ~= "table" then return end
   if st.meta then
@@ -228,7 +228,7 @@ end
 --- when it was), then its functions, and its allocator snapshot when st has none yet.
 function M.data(st, d)
   local ok, applied = pcall(bias.apply, d)
-  -- Malformed data: cprof.data.to_stats says what is wrong with it.
+  -- Malformed data: cprof.profdata.to_stats says what is wrong with it.
   M.getstats(st, profdata.to_stats(ok and applied or d))
   if st.allocator == nil then st.allocator = profdata.allocator(d) end
 end
@@ -249,7 +249,7 @@ function M.stats(st, other)
   add_meta(st, other.meta)
 end
 
---- Loads the records of a pstats file (cprof.marshal.to_records) into st, in the file's order.
+--- Loads the records of a pstats file (cprof.pstats.marshal.to_records) into st, in the file's order.
 function M.pstats(st, records)
   for _, rec in ipairs(records) do
     local callers = {}
@@ -287,7 +287,7 @@ function M.file_line(path)
   return path
 end
 
---- Loads a file into st: a Python pstats file (cprof.marshal), or a cprof dump (read by
+--- Loads a file into st: a Python pstats file (cprof.pstats.marshal), or a cprof dump (read by
 --- cprof.dump, which also explains what is wrong with anything else).  Errors are
 --- "cprof: <path>: <reason>".
 function M.file(st, path)

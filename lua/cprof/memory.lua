@@ -57,7 +57,7 @@ end
 --- kmemstat, free, arena_stats, slab_stats, types, waste and report([stream], [stats]): the
 --- reports of cprof.report.allocator (Akaros's layouts) written to `stream` (default
 --- io.stdout), from `stats` (what stats() returned, now or earlier: a dump's allocator snapshot,
---- see cprof.data.allocator) or, without it, a new reading of this state's allocator.
+--- see cprof.profdata.allocator) or, without it, a new reading of this state's allocator.
 for _, name in ipairs({ "kmemstat", "free", "arena_stats", "slab_stats", "types", "waste",
                         "report" }) do
   local print_report = allocator[name]

@@ -28,7 +28,7 @@ local pyfmt = require "cprof.pyfmt"
 local sortkeys = require "cprof.sortkeys"
 local restrictions = require "cprof.restrictions"
 local loaders = require "cprof.loaders"
-local profdata = require "cprof.data"
+local profdata = require "cprof.profdata"
 local dump = require "cprof.dump"
 local callers_report = require "cprof.report.callers"
 local lines_report = require "cprof.report.lines"
@@ -95,7 +95,8 @@ function Stats:load_stats(data)
     tostring(data)), 0)
 end
 
--- The records of a pstats file (cprof.marshal.to_records), as loaders.pstats loads them.
+-- The records of a pstats file (cprof.pstats.marshal.to_records), as loaders.pstats loads them
+-- (the marshal spec feeds records to a Stats this way).
 Stats._load_marshal = loaders.pstats
 
 --- Compute totals and the longest standard name (pstats' get_top_level_stats).
@@ -146,7 +147,7 @@ function Stats.new(...)
     what = {},           -- key -> "Lua" | "main" | "C" (when known)
     lastline = {},       -- key -> last line defined (when known)
     lines = {},          -- key -> { [line] = { hits, time } } (profiles with line events)
-    mem = {},            -- key -> memory record (profiles with memory; data.MEMORY_COLUMNS)
+    mem = {},            -- key -> memory record (profiles with memory; profdata.MEMORY_COLUMNS)
     memory = false,      -- some source had memory
     allocator = nil,     -- the allocator snapshot of the first source that has one
     meta = nil,          -- the dump's meta (data tables and files), summed over sources
@@ -365,7 +366,7 @@ function Stats:report_table(opts, ...)
 end
 
 --- dump_stats(path): writes the functions and their callers as a cprof dump (no call tree;
---- see cprof.data.from_stats), whatever the sources were (pstats files included): the numbers
+--- see cprof.profdata.from_stats), whatever the sources were (pstats files included): the numbers
 --- read back identical.  Raises "cprof: <path>: <reason>" when it cannot.
 function Stats:dump_stats(path)
   dump.write(path, profdata.from_stats(self))

@@ -5,7 +5,7 @@
 -- Each printer takes a Stats and `out`, a function that writes one string.
 
 local funckey = require "cprof.funckey"
-local profdata = require "cprof.data"
+local profdata = require "cprof.profdata"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"
 local allocator = require "cprof.report.allocator"

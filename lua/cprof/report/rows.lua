@@ -3,7 +3,7 @@
 --- which the --json document and programs read.
 
 local funckey = require "cprof.funckey"
-local profdata = require "cprof.data"
+local profdata = require "cprof.profdata"
 local restrictions = require "cprof.restrictions"
 local sortkeys = require "cprof.sortkeys"
 

@@ -9,13 +9,13 @@
 --
 -- Commands, messages and help texts are pstats' (docs/REPORT.md, "The interactive browser",
 -- lists the few differences).  Command lines and their arguments are read with the LPeg
--- grammar of cprof.cmdline: ints, floats, quoted strings ('..' and "..", backslash escapes)
+-- grammar of cprof.browser.grammar: ints, floats, quoted strings ('..' and "..", backslash escapes)
 -- and bare words; a malformed line gets a message and the browser goes on.
 --
 -- Works on Lua 5.4 and LuaJIT (needs LPeg).
 
 local stats = require "cprof.stats"
-local cmdline = require "cprof.cmdline"
+local cmdline = require "cprof.browser.grammar"
 
 local type, tostring, ipairs, pcall, setmetatable = type, tostring, ipairs, pcall, setmetatable
 local unpack = table.unpack or unpack

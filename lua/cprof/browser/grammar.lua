@@ -1,6 +1,6 @@
---- cprof.cmdline: the LPeg grammar of the browser's command lines (cprof-stats -i).
+--- cprof.browser.grammar: the LPeg grammar of the browser's command lines (cprof-stats -i).
 --
---   local cmdline = require "cprof.cmdline"
+--   local cmdline = require "cprof.browser.grammar"
 --   cmdline.parse(line)      -> { command = "stats", arg = "fib 10" } (the words of cmd.Cmd)
 --   cmdline.words(arg)       -> list of { kind = "int" | "float" | "string", value = v,
 --                               text = "as typed", quoted = true|nil }, or nil, message
