@@ -41,6 +41,7 @@ build = {
       ["cprof.bias"] = "lua/cprof/bias.lua",
       ["cprof.browser"] = "lua/cprof/browser/init.lua",
       ["cprof.browser.grammar"] = "lua/cprof/browser/grammar.lua",
+      ["cprof.cli"] = "lua/cprof/cli.lua",
       ["cprof.dump"] = "lua/cprof/dump.lua",
       ["cprof.funckey"] = "lua/cprof/funckey.lua",
       ["cprof.loaders"] = "lua/cprof/loaders.lua",
