@@ -249,7 +249,8 @@ function M.stats(st, other)
   add_meta(st, other.meta)
 end
 
---- Loads the records of a pstats file (cprof.pstats.marshal.to_records) into st, in the file's order.
+--- Loads the records of a pstats file (cprof.pstats.marshal.to_records) into st, in the file's
+--- order.
 function M.pstats(st, records)
   for _, rec in ipairs(records) do
     local callers = {}

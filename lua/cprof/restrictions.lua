@@ -12,7 +12,8 @@ local M = {}
 local type, ipairs, pcall = type, ipairs, pcall
 local sformat, sfind, ssub = string.format, string.find, string.sub
 local floor = math.floor
-local func_std_string, display_len, is_int = funckey.func_std_string, pyfmt.display_len, pyfmt.is_int
+local func_std_string = funckey.func_std_string
+local display_len, is_int = pyfmt.display_len, pyfmt.is_int
 
 -- Copy list[i..j] (not unpack: LuaJIT limits the number of results).
 local function slice(list, i, j)
