@@ -98,7 +98,7 @@ inplace_env      = env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH='$(INPLACE_LUA_
 # ---------------------------------------------------------------------------------------------
 # Debian packages
 
-DEPS_PKGS  := lua5.4 liblua5.4-dev luajit libluajit-5.1-dev lua-lpeg lua-busted luarocks \
+DEPS_PKGS  := lua5.4 liblua5.4-dev luajit libluajit-5.1-dev lua-lpeg lua-cjson lua-busted luarocks \
               gcc make pkg-config clang libclang-rt-14-dev
 EXTRA_DEPS ?=
 ifneq ($(filter valgrind,$(MAKECMDGOALS)),)

@@ -30,6 +30,7 @@ Lua code (cprof.run, cprof.Profile).
 
 dependencies = {
    "lua >= 5.1",
+   "lua-cjson",
 }
 
 build = {
@@ -38,13 +39,26 @@ build = {
       ["cprof"] = "lua/cprof/init.lua",
       ["cprof.auto"] = "lua/cprof/auto.lua",
       ["cprof.bias"] = "lua/cprof/bias.lua",
-      ["cprof.browser"] = "lua/cprof/browser.lua",
-      ["cprof.cmdline"] = "lua/cprof/cmdline.lua",
-      ["cprof.data"] = "lua/cprof/data.lua",
-      ["cprof.json"] = "lua/cprof/json.lua",
-      ["cprof.marshal"] = "lua/cprof/marshal.lua",
+      ["cprof.browser"] = "lua/cprof/browser/init.lua",
+      ["cprof.browser.grammar"] = "lua/cprof/browser/grammar.lua",
+      ["cprof.cli"] = "lua/cprof/cli.lua",
+      ["cprof.dump"] = "lua/cprof/dump.lua",
+      ["cprof.funckey"] = "lua/cprof/funckey.lua",
+      ["cprof.loaders"] = "lua/cprof/loaders.lua",
       ["cprof.memory"] = "lua/cprof/memory.lua",
-      ["cprof.report"] = "lua/cprof/report.lua",
+      ["cprof.profdata"] = "lua/cprof/profdata.lua",
+      ["cprof.pstats.marshal"] = "lua/cprof/pstats/marshal.lua",
+      ["cprof.pyfmt"] = "lua/cprof/pyfmt.lua",
+      ["cprof.report"] = "lua/cprof/report/init.lua",
+      ["cprof.report.allocator"] = "lua/cprof/report/allocator.lua",
+      ["cprof.report.callers"] = "lua/cprof/report/callers.lua",
+      ["cprof.report.json"] = "lua/cprof/report/json.lua",
+      ["cprof.report.lines"] = "lua/cprof/report/lines.lua",
+      ["cprof.report.memory"] = "lua/cprof/report/memory.lua",
+      ["cprof.report.rows"] = "lua/cprof/report/rows.lua",
+      ["cprof.report.text"] = "lua/cprof/report/text.lua",
+      ["cprof.restrictions"] = "lua/cprof/restrictions.lua",
+      ["cprof.sortkeys"] = "lua/cprof/sortkeys.lua",
       ["cprof.stats"] = "lua/cprof/stats.lua",
       ["cprof.core"] = {
          sources = {

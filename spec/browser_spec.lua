@@ -38,7 +38,7 @@ local FIBDEMO = {
 
 describe("cprof.cmdline (LPeg grammar)", function()
   if not has_lpeg then return pending("LPeg is not installed for this Lua") end
-  local cmdline = require "cprof.cmdline"
+  local cmdline = require "cprof.browser.grammar"
 
   local function kinds(arg)
     local list, err = cmdline.words(arg)

@@ -3,7 +3,7 @@
 -- from shared/reference/pstats/golden, with a copy of golden_det.txt in spec/golden/).
 local stats = require("cprof.stats")
 local report = require("cprof.report")
-local data = require("cprof.data")
+local data = require("cprof.profdata")
 
 local S = require "spec.support"
 local golden, sections, collector = S.golden, S.sections, S.collector

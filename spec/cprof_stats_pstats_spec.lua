@@ -141,7 +141,7 @@ describe("cprof-stats on pstats files", function()
     assert.matches("}\n$", out)
     -- the same document as json.stats_json of the Stats
     local st = stats.new(path):sort_stats("tottime")
-    assert.are.equal(require("cprof.json").stats_json(st, { callers = true }, 2), out)
+    assert.are.equal(require("cprof.report.json").stats_json(st, { callers = true }, 2), out)
   end)
 
   it("--prompt and --no-prompt need -i", function()

@@ -2,7 +2,7 @@
 -- cprof.data.merge and Stats over dumps, and cprof.auto with CPROF_OUT (child processes).
 local cprof = require "cprof"
 local core = require "cprof.core"
-local data = require "cprof.data"
+local data = require "cprof.profdata"
 local stats = require "cprof.stats"
 
 -- Busted runs specs in an environment whose globals are looked up through Lua functions, which

@@ -3,7 +3,7 @@
 -- without them that read back without the groups, and a reader that checks them as it checks the
 -- others. Plain Lua 5.1 syntax: the same file runs under LuaJIT.
 local core = require "cprof.core"
-local data = require "cprof.data"
+local data = require "cprof.profdata"
 
 local S = require "spec.support"
 
@@ -251,7 +251,7 @@ describe("optional dump sections", function()
       local script = dir .. "/child.lua"
       write_file(script, [[
         local cprof = require "cprof"
-        local core, data = require "cprof.core", require "cprof.data"
+        local core, data = require "cprof.core", require "cprof.profdata"
         cprof.memory.install()
         local keep = {}
         local p = cprof.Profile { lines = true }

@@ -1,6 +1,6 @@
--- cprof.json: the encoder, and the document cprof-stats --json prints (read back with a small
--- JSON decoder written here).
-local json = require "cprof.json"
+-- cprof.report.json: the document cprof-stats --json prints (read back with a small JSON decoder
+-- written here).
+local json = require "cprof.report.json"
 local stats = require "cprof.stats"
 
 ---------------------------------------------------------------------------
@@ -122,70 +122,6 @@ local function decode(s)
   return v, keys
 end
 
-describe("cprof.json.encode", function()
-  it("writes scalars: integers, doubles that read back exactly, null for nan and inf", function()
-    assert.are.equal("3", json.encode(3))
-    assert.are.equal("-42", json.encode(-42))
-    assert.are.equal("0.1", json.encode(0.1))
-    assert.are.equal("0.30000000000000004", json.encode(0.1 + 0.2))
-    assert.are.equal("1e+300", json.encode(1e300))
-    assert.are.equal(5e-324, tonumber(json.encode(5e-324)))
-    assert.are.equal("null", json.encode(0 / 0))
-    assert.are.equal("null", json.encode(math.huge))
-    assert.are.equal("null", json.encode(-math.huge))
-    assert.are.equal("null", json.encode(json.null))
-    assert.are.equal("true", json.encode(true))
-    assert.are.equal("false", json.encode(false))
-    if math.type then
-      assert.are.equal("3", json.encode(3.0))          -- "%.15g" of 3.0
-      assert.are.equal("9007199254740993", json.encode(9007199254740993))
-    end
-    math.randomseed(7)
-    for _ = 1, 500 do
-      local x = (math.random() - 0.5) * 10 ^ math.random(-300, 300)
-      assert.are.equal(x, tonumber(json.encode(x)))
-      assert.are.equal(x, decode(json.encode(x)))
-    end
-  end)
-
-  it("escapes strings: quotes, backslashes, control characters; valid UTF-8 as it is", function()
-    assert.are.equal([["a\"b\\c"]], json.encode('a"b\\c'))
-    assert.are.equal([["\b\f\n\r\t\u0000\u001f\u007f"]], json.encode("\b\f\n\r\t\0\31\127"))
-    assert.are.equal('"h\195\169 \226\130\172 \240\159\152\128"', json.encode("h\195\169 \226\130\172 \240\159\152\128"))
-    assert.are.equal("/", decode(json.encode("/")))
-  end)
-
-  it("writes every byte that is not valid UTF-8 as \\u00XX", function()
-    assert.are.equal([["\u00ff"]], json.encode("\255"))
-    assert.are.equal([["caf\u00e9"]], json.encode("caf\233"))                      -- Latin-1
-    assert.are.equal([["\u00c3("]], json.encode("\195("))                         -- cut sequence
-    assert.are.equal([["\u00e0\u0080\u0080"]], json.encode("\224\128\128"))       -- overlong
-    assert.are.equal([["\u00ed\u00a0\u0080"]], json.encode("\237\160\128"))       -- surrogate
-    assert.are.equal([["\u00f4\u0090\u0080\u0080"]], json.encode("\244\144\128\128")) -- > U+10FFFF
-    assert.are.equal([["\u00c3"]], json.encode("\195"))                           -- at the end
-    -- reads back as the code points of the bytes
-    assert.are.equal("caf\195\169", decode(json.encode("caf\233")))
-  end)
-
-  it("writes arrays and objects, keys in the given order then sorted", function()
-    assert.are.equal("[1,2,3]", json.encode({ 1, 2, 3 }))
-    assert.are.equal("[]", json.encode(json.array()))
-    assert.are.equal("{}", json.encode({}))
-    assert.are.equal('[1,null,3]', json.encode(json.array({ 1, nil, 3, n = 3 })))
-    assert.are.equal('{"a":1,"b":[true],"c":{"d":null}}', json.encode({ c = { d = json.null }, b = { true }, a = 1 }))
-    assert.are.equal('{"z":1,"a":2,"b":3}', json.encode({ a = 2, b = 3, z = 1 }, { order = { "z" } }))
-    assert.are.equal('{"1":"x","k":"y"}', json.encode({ [1] = "x", k = "y" }))
-  end)
-
-  it("refuses what JSON cannot hold", function()
-    local t = {}
-    t.self = t
-    assert.has_error(function() json.encode(t) end, "cprof.json: cannot encode a table that contains itself")
-    assert.has_error(function() json.encode(print) end, "cprof.json: cannot encode a function")
-    assert.has_error(function() json.encode({ [true] = 1 }) end, "cprof.json: cannot encode a table key of type boolean")
-  end)
-end)
-
 describe("the --json document", function()
   local function edge(nc, cc, tt, ct) return { ncalls = nc, pcalls = cc, tottime = tt, cumtime = ct } end
   local function data()
@@ -249,6 +185,36 @@ describe("the --json document", function()
     assert.are.equal("main.lua:10(fib)", work.callees[1].stdname)
     assert.are.same({ file = "~", line = 0, name = "string.rep", stdname = "{string.rep}",
                       ncalls = 2, pcalls = 2, tottime = 0.01, cumtime = 0.01 }, work.callees[2])
+  end)
+
+  it("writes strings as JSON strings: '/' as it is, bytes that are not UTF-8 as characters", function()
+    local st = stats.new({ entries = {
+      { file = "/src/caf\233.lua", line = 1, name = 'say"hi"\n\\', what = "Lua", ncalls = 1 },
+      { file = "/src/h\195\169.lua", line = 2, name = "ok\127\1", what = "Lua", ncalls = 1 },
+    } })
+    local out = json.stats_json(st, {})
+    assert.truthy(out:find('{"file":"/src/caf\195\169.lua","line":1,"name":"say\\"hi\\"\\n\\\\",', 1, true))
+    assert.truthy(out:find('{"file":"/src/h\195\169.lua","line":2,"name":"ok\\u007f\\u0001",', 1, true))
+    local doc = decode(out)
+    assert.are.equal("/src/caf\195\169.lua", doc.rows[1].file)
+    assert.are.equal('say"hi"\n\\', doc.rows[1].name)
+    assert.are.equal("/src/h\195\169.lua", doc.rows[2].file)
+    assert.are.equal("ok\127\1", doc.rows[2].name)
+  end)
+
+  it("writes numbers that read back as the same double, NaN and the infinities as null", function()
+    local st = stats.new({ entries = {
+      { file = "a.lua", line = 1, name = "f", what = "Lua", ncalls = 3, tottime = 0.1 + 0.2, cumtime = 0 / 0 },
+      { file = "b.lua", line = 2, name = "g", what = "Lua", ncalls = 1, tottime = math.huge, cumtime = 1e300 },
+    } })
+    local out = json.stats_json(st, {})
+    assert.truthy(out:find('"tottime":0.30000000000000004,', 1, true))
+    assert.truthy(out:find('"cumtime":null,"percall_cumtime":null}', 1, true))
+    local doc = decode(out)
+    assert.are.equal(0.1 + 0.2, doc.rows[1].tottime)
+    assert.are.equal((0.1 + 0.2) / 3, doc.rows[1].percall_tottime)
+    assert.are.equal(json.null, doc.rows[2].tottime)
+    assert.are.equal(1e300, doc.rows[2].cumtime)
   end)
 
   it("writes null for per-call values of functions never called, and no order when unsorted", function()

@@ -3,7 +3,7 @@
 -- "%5.1f" times (or "%5.1g" when too wide), hits as "%d" (or "%g"), and the source line last.
 local cprof = require "cprof"
 local stats = require "cprof.stats"
-local json = require "cprof.json"
+local json = require "cprof.report.json"
 
 local S = require "spec.support"
 local write_file, collector = S.write_file, S.collector

@@ -1,7 +1,7 @@
 -- cprof.marshal: Python pstats (marshal) files read in pure Lua, turned into Stats, printed as
 -- pstats prints them (golden_sample_pstats.txt, golden_pyprofile_det.txt), and hostile input
 -- refused with one clear message.
-local marshal = require "cprof.marshal"
+local marshal = require "cprof.pstats.marshal"
 local stats = require "cprof.stats"
 local W = require "spec.pstats_writer"
 local unpack = table.unpack or unpack

@@ -4,8 +4,8 @@
 -- made from snapshots and dumps, with the count of clamped times reported.
 local cprof = require "cprof"
 local stats = require "cprof.stats"
-local data = require "cprof.data"
-local json = require "cprof.json"
+local data = require "cprof.profdata"
+local json = require "cprof.report.json"
 
 local S = require "spec.support"
 local collector = S.collector

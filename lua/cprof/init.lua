@@ -19,7 +19,8 @@ cprof.memory = require "cprof.memory"
 local methods = core.methods
 
 local bias_mod = require "cprof.bias"
-local data_mod = require "cprof.data"
+local profdata = require "cprof.profdata"
+local dump = require "cprof.dump"
 
 --- The bias (seconds per event) of profiles made without a `bias` option, as Python's
 --- profile.Profile.bias; 0 until set (Profile:calibrate measures one).
@@ -131,7 +132,7 @@ function methods:dump_data()
   meta.command = cprof.command_line()
   meta.pid = process_id()
   meta.host = host_name()
-  if cprof.memory.installed() then data_mod.set_allocator(d, cprof.memory.stats()) end
+  if cprof.memory.installed() then profdata.set_allocator(d, cprof.memory.stats()) end
   return d
 end
 
@@ -141,18 +142,14 @@ function methods:dump_stats(file)
   if type(file) ~= "string" then
     error(("cprof: dump_stats needs a file name, not a %s"):format(type(file)), 2)
   end
-  local ok, err = pcall(core.write_dump, file, self:dump_data())
-  if not ok then error(err, 0) end
+  dump.write(file, self:dump_data())
   return self
 end
 
 --- Reads a dump written by dump_stats (or cprof.auto with CPROF_OUT): the data table of
 --- docs/API.md.  Raises "cprof: <file>: <reason>" for a missing or bad file.
 function cprof.load(file)
-  -- Called through pcall so that the message is the reader's own, with no position in front.
-  local ok, d = pcall(core.read_dump, file)
-  if not ok then error(d, 0) end
-  return d
+  return dump.read(file)
 end
 
 local function compile(code, env)

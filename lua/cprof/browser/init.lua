@@ -9,13 +9,13 @@
 --
 -- Commands, messages and help texts are pstats' (docs/REPORT.md, "The interactive browser",
 -- lists the few differences).  Command lines and their arguments are read with the LPeg
--- grammar of cprof.cmdline: ints, floats, quoted strings ('..' and "..", backslash escapes)
--- and bare words; a malformed line gets a message and the browser goes on.
+-- grammar of cprof.browser.grammar: ints, floats, quoted strings ('..' and "..", backslash
+-- escapes) and bare words; a malformed line gets a message and the browser goes on.
 --
 -- Works on Lua 5.4 and LuaJIT (needs LPeg).
 
 local stats = require "cprof.stats"
-local cmdline = require "cprof.cmdline"
+local grammar = require "cprof.browser.grammar"
 
 local type, tostring, ipairs, pcall, setmetatable = type, tostring, ipairs, pcall, setmetatable
 local unpack = table.unpack or unpack
@@ -107,7 +107,7 @@ M.plain = plain
 -- dropped with a message when outside [0, 1]; anything else is a pattern.  Quoted words are
 -- always patterns.
 function Browser:generic(method, arg, column)
-  local words, err = cmdline.words(arg, column)
+  local words, err = grammar.words(arg, column)
   if not words then
     self:print("*** Syntax error: " .. err)
     return
@@ -163,7 +163,7 @@ end
 
 --- read FILE: a new statistics object from FILE; without a file, the current file again.
 function Browser:do_read(arg)
-  local file = cmdline.file_arg(arg)
+  local file = grammar.file_arg(arg)
   if file ~= "" then
     self:load(file)
   elseif #self.prompt > 2 then
@@ -175,7 +175,7 @@ end
 
 --- add FILE: adds FILE to the current statistics object.
 function Browser:do_add(arg)
-  self:add_file(cmdline.file_arg(arg))
+  self:add_file(grammar.file_arg(arg))
 end
 
 function Browser:do_reverse()
@@ -193,7 +193,7 @@ function Browser:do_sort(arg, column)
     self:print(M.NOT_LOADED)
     return
   end
-  local words, err = cmdline.words(arg, column)
+  local words, err = grammar.words(arg, column)
   if not words then
     self:print("*** Syntax error: " .. err)
     return
@@ -262,7 +262,7 @@ local DISPATCH = {
 --- Runs one command line, as cmd.Cmd.onecmd does: an empty line repeats the last command,
 --- an unknown one gets "*** Unknown syntax: <line>".  Returns true to leave the browser.
 function Browser:onecmd(line)
-  local p = cmdline.parse(line)
+  local p = grammar.parse(line)
   if p.line == "" then
     if self.lastcmd ~= "" then return self:onecmd(self.lastcmd) end
     return false

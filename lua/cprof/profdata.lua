@@ -1,4 +1,5 @@
---- cprof.data: the columnar profile data that Profile:snapshot() returns and that dumps hold.
+--- cprof.profdata: the columnar profile data that Profile:snapshot() returns and that dumps hold:
+--- its shape, checks, sums, and its conversions to and from the rows a Stats reads.
 --
 --   data = {
 --     meta   = { lua_version, timer, unit, bias, command, start_time, total_time, pid, host,
@@ -16,17 +17,20 @@
 -- indices; a node's parent is a smaller node index, or 0 for a root.  Times are in seconds.
 -- The memory columns are there only for profiles with memory (cprof's allocator); `lines` only
 -- for profiles with line events; the mem_* groups and meta keys only in dumps taken with cprof's
--- allocator installed (the allocator snapshot: see data.allocator).
+-- allocator installed (the allocator snapshot: see profdata.allocator).
 --
---   data.to_stats(d)        the getstats()-shaped table that cprof.stats reads
---   data.merge(a, b, ...)   a new data table holding the sum of the profiles
---   data.from_stats(s)      data from a Stats object or a getstats() table (no tree)
---   data.merge_meta(a, b)   the meta of the sum of two profiles
---   data.allocator(d)       the allocator snapshot of d as cprof.memory.stats() returns it, or nil
---   data.set_allocator(d, s) stores a cprof.memory.stats() table in d (groups and meta keys)
---   data.add_memory(a, b)   the sum of two memory records (counts summed, min/max kept)
+--   profdata.to_stats(d)        the getstats()-shaped table that cprof.stats reads
+--   profdata.merge(a, b, ...)   a new data table holding the sum of the profiles
+--   profdata.from_stats(s)      data from a Stats object or a getstats() table (no tree)
+--   profdata.merge_meta(a, b)   the meta of the sum of two profiles
+--   profdata.allocator(d)       the allocator snapshot of d as cprof.memory.stats() returns it,
+--                               or nil
+--   profdata.set_allocator(d, s) stores a cprof.memory.stats() table in d (groups, meta keys)
+--   profdata.add_memory(a, b)   the sum of two memory records (counts summed, min/max kept)
 --
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
+
+local funckey = require "cprof.funckey"
 
 local M = {}
 
@@ -58,6 +62,7 @@ M.MEM_ARENA_COLUMNS = { "name", "source", "quantum", "total", "alloc", "free", "
 M.MEM_FREE_LIST_COLUMNS = { "arena", "list", "segs" }
 local MEM_GROUPS = { "mem_caches", "mem_types", "mem_arenas", "mem_free_lists" }
 
+-- Errors say "cprof.data:" (what is wrong with the profile data), as they always have.
 local function fail(fmt, ...)
   error("cprof.data: " .. sformat(fmt, ...), 0)
 end
@@ -458,16 +463,10 @@ local function rows_of_stats(st)
   for i, key in ipairs(st.order) do
     local r = st.stats[key]
     keys[key] = i
-    local what = st.what and st.what[key]
+    -- A C function's key is ("~", 0, "<name>"); a "~" key without the brackets (from a
+    -- pstats file) stays a plain frame, so that it reads back as the same key.
+    local what = st.what and st.what[key] or funckey.key_what(key)
     local name = key[3]
-    local bracketed = type(name) == "string" and name:sub(1, 1) == "<" and name:sub(-1) == ">"
-    if what == nil then
-      -- A C function's key is ("~", 0, "<name>"); a "~" key without the brackets (from a
-      -- pstats file) stays a plain frame, so that it reads back as the same key.
-      if key[1] == "~" and key[2] == 0 and bracketed then what = "C"
-      elseif key[2] == 0 and key[3] == "<main chunk>" then what = "main"
-      else what = "Lua" end
-    end
     if what == "C" then name = strip_brackets(name) end
     rows[i] = { file = key[1], line = key[2], name = name, what = what,
                 lastline = st.lastline and st.lastline[key],

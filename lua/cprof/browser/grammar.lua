@@ -1,11 +1,11 @@
---- cprof.cmdline: the LPeg grammar of the browser's command lines (cprof-stats -i).
+--- cprof.browser.grammar: the LPeg grammar of the browser's command lines (cprof-stats -i).
 --
---   local cmdline = require "cprof.cmdline"
---   cmdline.parse(line)      -> { command = "stats", arg = "fib 10" } (the words of cmd.Cmd)
---   cmdline.words(arg)       -> list of { kind = "int" | "float" | "string", value = v,
+--   local grammar = require "cprof.browser.grammar"
+--   grammar.parse(line)      -> { command = "stats", arg = "fib 10" } (the words of cmd.Cmd)
+--   grammar.words(arg)       -> list of { kind = "int" | "float" | "string", value = v,
 --                               text = "as typed", quoted = true|nil }, or nil, message
---   cmdline.restrictions(arg) -> the values for print_stats and friends, or nil, message
---   cmdline.file_arg(arg)    -> a file name: one quoted string, or the rest of the line
+--   grammar.restrictions(arg) -> the values for print_stats and friends, or nil, message
+--   grammar.file_arg(arg)    -> a file name: one quoted string, or the rest of the line
 --
 -- A command line is, as in Python's cmd module, an identifier (letters, digits, '_') and the
 -- rest of the line as its argument; "?" stands for "help".  Arguments are separated by

@@ -1,7 +1,7 @@
---- cprof.marshal: reads the Python marshal files that pstats writes (`Stats.dump_stats`,
+--- cprof.pstats.marshal: reads the Python marshal files that pstats writes (`Stats.dump_stats`,
 --- `cProfile -o`, yappi's and other tools' "pstat" output), in pure Lua.
 --
---   local marshal = require "cprof.marshal"
+--   local marshal = require "cprof.pstats.marshal"
 --   marshal.is_marshal(first_bytes)     true when the bytes start like a pstats file
 --   marshal.decode(s [, name])          the value that the bytes `s` hold (see below)
 --   marshal.read(path)                  the same for a file
@@ -121,7 +121,6 @@ local function text_float(t)
   if sign == "-" then v = -v end
   return v
 end
-M.text_float = text_float
 
 ---------------------------------------------------------------------------
 -- The decoder
@@ -200,7 +199,6 @@ local function printable(t)
   t = ssub(t, 1, 40):gsub("[^\32-\126]", function(c) return sformat("\\x%02x", sbyte(c)) end)
   return cut and t .. "..." or t
 end
-M.printable = printable
 
 local decode_object
 
@@ -336,7 +334,7 @@ end
 --- Decodes the marshal data in the string `s` (one object; bytes after it are ignored, as
 --- marshal.load ignores them).  `name` (default "marshal data") starts every error message.
 function M.decode(s, name)
-  if type(s) ~= "string" then error("cprof.marshal: decode needs a string", 2) end
+  if type(s) ~= "string" then error("cprof.pstats.marshal: decode needs a string", 2) end
   local r = { s = s, pos = 1, len = #s, refs = {}, interned = {}, name = name or "marshal data" }
   local v = decode_object(r, 1, false)
   return v, r.pos - 1

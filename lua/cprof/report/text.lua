@@ -1,0 +1,96 @@
+--- cprof.report.text: the table of functions, as pstats' print_stats prints it — the file
+--- lines, the totals line, the "Ordered by" and restriction lines, then one row per function —
+--- and cprof's warnings about what the numbers lack.
+--
+-- Each printer takes a Stats and `out`, a function that writes one string (Stats buffers it
+-- and writes the whole report with a single write).
+
+local funckey = require "cprof.funckey"
+local pyfmt = require "cprof.pyfmt"
+local restrictions = require "cprof.restrictions"
+
+local M = {}
+
+local type, ipairs, tostring = type, ipairs, tostring
+local sformat = string.format
+local int_str, f8, rjust = pyfmt.int_str, pyfmt.f8, pyfmt.rjust
+local func_std_string = funckey.func_std_string
+
+--- The column header line (without newline).
+function M.title_line()
+  return "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)"
+end
+
+--- "nc" or "nc/cc".
+function M.calls_text(nc, cc)
+  local c = int_str(nc)
+  if nc ~= cc then c = c .. "/" .. int_str(cc) end
+  return c
+end
+
+-- One print_stats row (without newline) for a key and its record.
+local function stats_line(key, r)
+  local cc, nc, tt, ct = r[1], r[2], r[3], r[4]
+  return rjust(M.calls_text(nc, cc), 9) .. " "
+    .. f8(tt) .. " "
+    .. (nc == 0 and "        " or f8(tt / nc)) .. " "
+    .. f8(ct) .. " "
+    .. (cc == 0 and "        " or f8(ct / cc)) .. " "
+    .. func_std_string(key)
+end
+
+--- The file lines of st (Stats loaded from files), then an empty line if there were any.
+function M.print_files(st, out)
+  for _, f in ipairs(st.files) do out(f .. "\n") end
+  if #st.files > 0 then out("\n") end
+end
+
+-- The file lines, top-level lines and totals line (pstats' print_stats head).
+local function print_head(st, out)
+  M.print_files(st, out)
+  local indent = "        "
+  for _, f in ipairs(st.top_level) do
+    out(indent .. " " .. tostring(f[3]) .. "\n")
+  end
+  local s = indent .. " " .. int_str(st.total_calls) .. " function calls "
+  if st.total_calls ~= st.prim_calls then
+    s = s .. "(" .. int_str(st.prim_calls) .. " primitive calls) "
+  end
+  out(s .. "in " .. pyfmt.g("%.3f", st.total_tt) .. " seconds\n")
+  out("\n")
+end
+
+-- What the numbers lack, from the profile's meta (pstats has no such lines: they appear only
+-- when something was lost).
+local function print_warnings(st, out)
+  local meta = st.meta or {}
+  if type(meta.dropped) == "number" and meta.dropped > 0 then
+    out(sformat("   cprof: memory ran out while profiling: %s events were not recorded\n\n",
+                int_str(meta.dropped)))
+  end
+  if type(meta.tree_folded) == "number" and meta.tree_folded > 0 then
+    out(sformat("   cprof: the call tree reached its cap of %s nodes: %s calls on deeper new paths" ..
+                " were counted in their caller's node\n\n",
+                int_str(meta.tree_cap or 0), int_str(meta.tree_folded)))
+  end
+  if type(meta.bias_clamped) == "number" and meta.bias_clamped > 0 then
+    out(sformat("   cprof: %s times went below zero after subtracting the bias (%s s per event)" ..
+                " and were shown as 0\n\n",
+                int_str(meta.bias_clamped), sformat("%.3g", type(meta.bias) == "number" and meta.bias or 0)))
+  end
+end
+
+--- Stats:print_stats(...): the restrictions sel[1..sel.n] applied to the sorted functions.
+function M.print_stats(st, out, sel)
+  print_head(st, out)
+  local _, list, msg = restrictions.print_list(st, sel)
+  if #list > 0 then
+    out(msg .. "\n")
+    out(M.title_line() .. "\n")
+    for _, f in ipairs(list) do out(stats_line(f, st.stats[f]) .. "\n") end
+    out("\n\n")
+  end
+  print_warnings(st, out)
+end
+
+return M
