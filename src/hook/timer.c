@@ -4,15 +4,12 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#include <x86intrin.h>
-#define HAVE_TSC 1
-#else
-#define HAVE_TSC 0
-#endif
-
 #include "cprof.h"
+#include "tables/clock.h"
+
+#if CLOCK_HAVE_TSC
+#include <cpuid.h>
+#endif
 
 static cprof_ticks read_clock(clockid_t id) {
   struct timespec ts;
@@ -43,8 +40,8 @@ static cprof_ticks read_counter(void *ud) {
   return __atomic_add_fetch(&n, 1, __ATOMIC_RELAXED);
 }
 
-#if HAVE_TSC
-static cprof_ticks read_tsc(void *ud) {
+#if CLOCK_HAVE_TSC
+cprof_ticks clock_read_tsc(void *ud) {
   (void)ud;
   return (cprof_ticks)__rdtsc();
 }
@@ -68,6 +65,11 @@ static void measure_tsc(void) {
   nanosleep(&pause, NULL);
   cprof_ticks t1 = read_clock(CLOCK_MONOTONIC), c1 = (cprof_ticks)__rdtsc();
   if (c1 > c0 && t1 > t0) tsc_seconds_per_tick = (double)(t1 - t0) * 1e-9 / (double)(c1 - c0);
+}
+#else
+cprof_ticks clock_read_tsc(void *ud) {  /* never chosen: there is no `tsc` timer here */
+  (void)ud;
+  return 0;
 }
 #endif
 
@@ -133,12 +135,12 @@ const char *cprof_timer_get(const char *name, cprof_timer *out) {
     }
   }
   if (strcmp(name, "tsc") != 0) return "unknown timer";
-#if HAVE_TSC
+#if CLOCK_HAVE_TSC
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, measure_tsc);
   if (tsc_seconds_per_tick <= 0)
     return "the CPU's time-stamp counter is not invariant, so the 'tsc' timer cannot be used";
-  *out = (cprof_timer){"tsc", tsc_seconds_per_tick, read_tsc, NULL, 0};
+  *out = (cprof_timer){"tsc", tsc_seconds_per_tick, clock_read_tsc, NULL, 0};
   return NULL;
 #else
   return "the 'tsc' timer needs an x86 CPU";
