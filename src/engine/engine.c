@@ -12,7 +12,7 @@ uint32_t eng_search(const Stack *st, uint32_t rec, int bit) {
 }
 
 /* A marked frame's records stop (d = -1) or start again (d = +1) being active in its stack. */
-static void mark_active(Profiler *P, const Frame *f, int d) {
+static inline __attribute__((always_inline)) void mark_active(Profiler *P, const Frame *f, int d) {
   if (f->first & FIRST_FN) P->fns.entries[f->entry].s.active += d;
   if (f->first & FIRST_EDGE) P->tree.edges[f->edge].s.active += d;
   if (f->first & FIRST_NODE) P->tree.nodes[f->node].s.active += d;

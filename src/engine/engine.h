@@ -54,7 +54,8 @@ static inline void eng_leave(Stat *s, int lowest, cprof_ticks tt, cprof_ticks it
 
 /* Pushes a frame for activation `ci` whose call took link `lk` (calltree.h), at `now`. Returns
    0, or -1 when out of memory (nothing pushed). */
-static inline int eng_push(Profiler *P, Stack *st, const void *ci, uint32_t lk, cprof_ticks now) {
+static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st, const void *ci,
+                                                          uint32_t lk, cprof_ticks now) {
   if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
   const Link *l = &P->tree.links[lk];
   uint32_t n = st->n;
@@ -62,13 +63,19 @@ static inline int eng_push(Profiler *P, Stack *st, const void *ci, uint32_t lk, 
   fr->ci = ci;
   fr->t0 = now - st->away;
   fr->subt = 0;
+  fr->link = lk;
   fr->entry = l->entry;
   fr->edge = l->edge;
   fr->node = l->node;
   fr->line = IDX_NONE;
-  int first = eng_enter(&P->fns.entries[l->entry].s, st, n, l->entry, FIRST_FN) |
-              eng_enter(&P->tree.nodes[l->node].s, st, n, l->node, FIRST_NODE);
-  if (l->edge != IDX_NONE) first |= eng_enter(&P->tree.edges[l->edge].s, st, n, l->edge, FIRST_EDGE);
+  int first = 0;
+  /* A recursive call through the same link as its caller's: the frame below holds all three. */
+  if (n == 0 || fr[-1].link != lk) {
+    first = eng_enter(&P->fns.entries[l->entry].s, st, n, l->entry, FIRST_FN) |
+            eng_enter(&P->tree.nodes[l->node].s, st, n, l->node, FIRST_NODE);
+    if (l->edge != IDX_NONE)
+      first |= eng_enter(&P->tree.edges[l->edge].s, st, n, l->edge, FIRST_EDGE);
+  }
   fr->first = (uint8_t)first;
   if (first) {
     fr->prev_first = st->first_head;

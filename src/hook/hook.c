@@ -228,7 +228,7 @@ void hook_event(lua_State *L, lua_Debug *ar) {
   Stack *st;
   Profiler *P;
   cprof_ticks in;
-  int slow = 0;
+  int slow = 0, switched = 0;
   if (likely(L == thr_last_L)) {
     st = thr_last_st;
     P = st->P;
@@ -245,11 +245,13 @@ void hook_event(lua_State *L, lua_Debug *ar) {
     /* Finding a thread's stack is cprof's work: the clock stops before it. */
     P->clock.L = L;
     in = clock_read(&P->clock);
+    uint32_t nstacks = P->stacks.n;
     P->mem.in_hook = 1;
     st = thr_stack(P, L, ar, st);
     P->mem.in_hook = 0;
     if (!st) return;
-    slow = 1;
+    slow = nstacks != P->stacks.n;
+    switched = 1;
   }
   int event = ar->event == LUA_HOOKTAILCALL ? LUA_HOOKCALL : ar->event;
   int theirs = unlikely(st->prev_hook != NULL) && (st->prev_mask & (1 << event));
@@ -269,7 +271,7 @@ void hook_event(lua_State *L, lua_Debug *ar) {
       P->stacks.cur = st;
       memattr_thread(&P->mem, L);
       P->mem.in_hook = 0;
-      slow = 1;
+      switched = 1;
     }
     if (event == LUA_HOOKRET) {
       on_return(st, ar, now);
@@ -281,7 +283,7 @@ void hook_event(lua_State *L, lua_Debug *ar) {
       if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
       slow = slow || recs != P->lines.nrecs;
     }
-    clock_stop(&P->clock, in, kind, slow);
+    clock_stop(&P->clock, in, switched ? HOOK_SWITCH : kind, slow);
   }
   if (theirs && event != LUA_HOOKRET) st->prev_hook(L, ar);
 }

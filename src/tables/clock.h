@@ -24,7 +24,7 @@
 
 /* Kinds of hook work, which take different times (clock_stop). Calibration (docs/API.md) may
    tell them apart by the counts of each the profile records. */
-enum { HOOK_CALL_LUA, HOOK_CALL_C, HOOK_RETURN, HOOK_LINE, HOOK_NKINDS };
+enum { HOOK_CALL_LUA, HOOK_CALL_C, HOOK_RETURN, HOOK_LINE, HOOK_SWITCH, HOOK_NKINDS };
 
 /* Durations are kept in 1/256 ticks, so that the estimates of short hooks keep their fraction. */
 enum { CLOCK_FRAC = 8, CLOCK_MEASURE_MASK = 63, CLOCK_WARMUP = 256 };
@@ -87,8 +87,9 @@ static inline cprof_ticks clock_at(Clock *c, cprof_ticks in) {
 }
 
 /* The hook that started at `in` ends: its time is kept off the clock. Most events are charged
-   the running estimate of their kind; slow ones (that met something new or switched threads),
-   one in 64 and the first 256 are measured, and so is every event of an exact timer. */
+   the running estimate of their kind (an event in another thread than the last one is of kind
+   HOOK_SWITCH); slow ones (that met something new), one in 64 and the first 256 are measured,
+   and so is every event of an exact timer. */
 static inline void clock_stop(Clock *c, cprof_ticks in, int kind, int slow) {
   if (slow || c->exact || (++c->events & CLOCK_MEASURE_MASK) == 0 || c->events < CLOCK_WARMUP) {
     int64_t d = (int64_t)(clock_read(c) - in) << CLOCK_FRAC;

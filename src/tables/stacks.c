@@ -41,9 +41,11 @@ static uint32_t find_index(const Stacks *S, const lua_State *L) {
   return i;
 }
 
-Stack *stk_find(const Stacks *S, const lua_State *L) {
+Stack *stk_find_slow(Stacks *S, const lua_State *L) {
   uint32_t i = find_index(S, L);
-  return i == IDX_NONE ? NULL : S->all[i];
+  if (i == IDX_NONE) return NULL;
+  *stk_recent(S, L) = S->all[i];
+  return S->all[i];
 }
 
 Stack *stk_new(Stacks *S, struct Profiler *P, lua_State *L) {
@@ -67,6 +69,7 @@ void stk_drop(Stacks *S, Stack *st) {
                        hash_ptr_line(S->all[S->n - 1]->L, 0));
   if (S->cur == st) S->cur = NULL;
   if (S->main == st) S->main = NULL;
+  if (*stk_recent(S, st->L) == st) *stk_recent(S, st->L) = NULL;
   S->frame_bytes -= (size_t)st->cap * sizeof *st->f;
   free_stack(st);
 }

@@ -20,6 +20,7 @@ enum { FIRST_FN = 1, FIRST_EDGE = 2, FIRST_NODE = 4 };
 typedef struct Frame {
   const void *ci;          /* identity of the Lua activation (lua_Debug.i_ci) */
   cprof_ticks t0, subt;    /* start, in its stack's own time (Stack.away); time in callees */
+  uint32_t link;           /* the call's link (calltree.h), and what it leads to: */
   uint32_t entry, edge;    /* edge is IDX_NONE for a root */
   uint32_t node;
   uint32_t line;           /* the LineRec of the line running in this frame, or IDX_NONE */
@@ -49,10 +50,13 @@ typedef struct Stack {
   int prev_mask, prev_count;
 } Stack;
 
+enum { STACK_RECENT = 16 };
+
 typedef struct Stacks {
   Stack **all;
   uint32_t n, cap;
   IdxMap by_thread;        /* stacks by their thread */
+  Stack *recent[STACK_RECENT];  /* the stacks of recent switches, by their thread's address */
   Stack *cur;              /* the stack of the last event */
   Stack *main;             /* the main thread's, while enabled */
   size_t frame_bytes;      /* of all stacks' frame arrays, for the memory counters */
@@ -64,7 +68,17 @@ int stk_init(Stacks *S);
 void stk_free(Stacks *S);
 
 /* The stack of thread L, or NULL. */
-Stack *stk_find(const Stacks *S, const lua_State *L);
+Stack *stk_find_slow(Stacks *S, const lua_State *L);
+
+/* Coroutines switch among a few threads: most switches find the stack in `recent`. */
+static inline Stack **stk_recent(Stacks *S, const lua_State *L) {
+  return &S->recent[((uintptr_t)L >> 6) & (STACK_RECENT - 1)];
+}
+
+static inline Stack *stk_find(Stacks *S, const lua_State *L) {
+  Stack *st = *stk_recent(S, L);
+  return st && st->L == L ? st : stk_find_slow(S, L);
+}
 /* A new, empty stack for thread L, owned by profiler P; NULL when out of memory. */
 Stack *stk_new(Stacks *S, struct Profiler *P, lua_State *L);
 /* Frees st (its frames must be closed or forgotten). */
