@@ -84,6 +84,8 @@ int fn_set_key(FuncTable *F, const void *ptr, const void *src, int line, uint8_t
         idxmap_put(&F->by_key, hash_ptr_line(ptr, line), F->nkeys))
       return -1;
     k = F->nkeys++;
+  } else {
+    F->reused++;
   }
   F->keys[k] = (Key){ptr, src, line, entry, verify};
   return 0;

@@ -70,6 +70,7 @@ typedef struct FuncTable {
   uint32_t nsrcs, csrcs;
   IdxMap src_by_ptr;
   size_t text_bytes;       /* chunk names and names, for the memory counters */
+  uint64_t reused;         /* keys found at the address of a dead function, and replaced */
 } FuncTable;
 
 /* Empty tables; -1 when out of memory (F can be freed either way). */

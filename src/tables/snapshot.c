@@ -46,7 +46,7 @@ static void set_fast_path(lua_State *L, const Profiler *P) {
 static void push_core(lua_State *L, const Profiler *P) {
   size_t fns = fn_bytes(&P->fns), tree = tree_bytes(&P->tree), stacks = stk_bytes(&P->stacks);
   size_t lines = (size_t)P->lines.crecs * sizeof *P->lines.recs + idxmap_bytes(&P->lines.by_line);
-  lua_createtable(L, 0, 9);
+  lua_createtable(L, 0, 10);
   set_int(L, "bytes", fns + tree + stacks + lines);
   set_int(L, "function_bytes", fns);
   set_int(L, "tree_bytes", tree);
@@ -56,6 +56,7 @@ static void push_core(lua_State *L, const Profiler *P) {
   set_int(L, "edges", P->tree.nedges);
   set_int(L, "nodes", P->tree.nnodes);
   set_int(L, "stacks", P->stacks.n);
+  set_int(L, "reused_keys", P->fns.reused);
   lua_setfield(L, -2, "core");
 }
 
