@@ -92,8 +92,9 @@ describe("the fast path", function()
       end
     end
     assert.are.equal(N, seen)
-    -- LuaJIT's keys are its chunk names, which are interned and kept alive: never reused.
-    if not S.jit then
+    -- LuaJIT's keys are its chunk names, which are interned and kept alive: never reused; and
+    -- AddressSanitizer holds freed memory back from reuse.
+    if not S.jit and not (os.getenv("LD_PRELOAD") or ""):match("asan") then
       assert.is_true(st.core.reused_keys > 0, "no address was reused: the spec proved nothing")
     end
   end)

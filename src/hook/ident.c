@@ -152,6 +152,20 @@ void ident_mark_internal(lua_State *L, int idx) {
    them. */
 enum { NAME_TRIES = 8 };
 
+/* lua_getinfo's call-site name scans the calling function's code from its start up to the call
+   (ldebug.c, findsetreg): far into a long function, such as a generated main chunk of thousands
+   of lines, doing that for each new function would make the profile quadratic. Those functions
+   get their global name instead (ident_name_all), or a call-site name on another path. */
+enum { NAME_SCAN_LINES = 1000 };
+
+static int call_site_name(lua_State *L, lua_Debug *ar) {
+  lua_Debug caller;
+  if (lua_getstack(L, 1, &caller) && lua_getinfo(L, "Sl", &caller) &&
+      caller.currentline - caller.linedefined > NAME_SCAN_LINES)
+    return 0;
+  return lua_getinfo(L, "n", ar) && ar->name;
+}
+
 /* A new entry for the function a call event calls, whose "S" information `ar` holds: a Lua
    function of `chunk`, or C function `cfunc`. It is named by the call site when it can be. */
 static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t chunk,
@@ -161,13 +175,13 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   if (e == IDX_NONE) return e;
   Entry *en = &F->entries[e];
   en->lastline = cfunc ? -1 : ar->lastlinedefined;
-  lua_getinfo(L, "nf", ar);
+  lua_getinfo(L, "f", ar);
   en->internal = (uint8_t)is_internal(L);
   lua_pop(L, 1);
   if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", 0);
   else if (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap && ident_wrap)
     fn_set_name(F, e, "function made by coroutine.wrap", 0);
-  else if (kind == KIND_LUA && ar->name) fn_set_name(F, e, ar->name, 0);
+  else if (kind == KIND_LUA && call_site_name(L, ar)) fn_set_name(F, e, ar->name, 0);
   else if (kind == KIND_LUA) en->name_tries = NAME_TRIES;
   return e;
 }
@@ -176,7 +190,7 @@ void ident_name_from_call(Profiler *P, lua_State *L, lua_Debug *ar, uint32_t e) 
   Entry *en = &P->fns.entries[e];
   if (!en->name_tries) return;
   en->name_tries--;
-  if (lua_getinfo(L, "n", ar) && ar->name && fn_set_name(&P->fns, e, ar->name, 0) == 0)
+  if (call_site_name(L, ar) && fn_set_name(&P->fns, e, ar->name, 0) == 0)
     P->fns.entries[e].name_tries = 0;
 }
 
