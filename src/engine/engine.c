@@ -2,6 +2,7 @@
    the stack for the caller, coroutine switches, which touch the marked frames of two stacks,
    and closing everything at disable(). */
 #include "engine/engine.h"
+#include "util/luapriv.h"
 
 uint32_t eng_search(const Stack *st, uint32_t rec, int bit) {
   for (uint32_t i = st->first_head; i > 0; i = st->f[i - 1].prev_first) {
@@ -96,6 +97,9 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
   int dead = 0;
   if (from) {
     int status = lua_status(from->L);
+#if LUAPRIV_KNOWN
+    if (P->fast) status = luapriv_status(from->L);
+#endif
     int back = to == from->resumer;
     if (back) {
       /* Control came back: all the coroutine did is the resumer's callee time. */

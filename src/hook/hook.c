@@ -1,13 +1,13 @@
 /* The debug hook. Per event, in the common case: one comparison finds the thread's stack, one
    timer reading gives the time, the called function's key is read from the activation record
-   (hook/luapriv.h) and found in the caller's node's cache, and the engine pushes or pops a
+   (util/luapriv.h) and found in the caller's node's cache, and the engine pushes or pops a
    frame. A coroutine switch, a new function or path, the public path (LuaJIT, an unknown
    release, or a profile whose fast path is off) and the program's own hook take longer. */
 #include "engine/engine.h"
 #include "hook/hook.h"
 #include "hook/ident.h"
 #include "hook/layout.h"
-#include "hook/luapriv.h"
+#include "util/luapriv.h"
 #include "hook/threads.h"
 #include "util/compat.h"
 
@@ -245,12 +245,15 @@ void hook_event(lua_State *L, lua_Debug *ar) {
     /* Finding a thread's stack is cprof's work: the clock stops before it. */
     P->clock.L = L;
     in = clock_read(&P->clock);
-    uint32_t nstacks = P->stacks.n;
-    P->mem.in_hook = 1;
-    st = thr_stack(P, L, ar, st);
-    P->mem.in_hook = 0;
-    if (!st) return;
-    slow = nstacks != P->stacks.n;
+    if (unlikely(!st || st->suspended)) {
+      uint32_t nstacks = P->stacks.n;
+      P->mem.in_hook = 1;
+      st = thr_stack(P, L, ar, st);
+      P->mem.in_hook = 0;
+      if (!st) return;
+      slow = nstacks != P->stacks.n;
+    }
+    thr_remember(L, st);
     switched = 1;
   }
   int event = ar->event == LUA_HOOKTAILCALL ? LUA_HOOKCALL : ar->event;
@@ -269,7 +272,7 @@ void hook_event(lua_State *L, lua_Debug *ar) {
       P->mem.in_hook = 1;
       if (eng_switch(P, from, st, now)) thr_drop(P, from);
       P->stacks.cur = st;
-      memattr_thread(&P->mem, L);
+      if (P->mem.heap) memattr_thread(&P->mem, L);
       P->mem.in_hook = 0;
       switched = 1;
     }

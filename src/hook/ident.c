@@ -10,7 +10,7 @@
 #include <lauxlib.h>
 
 #include "hook/ident.h"
-#include "hook/luapriv.h"
+#include "util/luapriv.h"
 #include "util/compat.h"
 #include "util/fault.h"
 #include "util/weak.h"

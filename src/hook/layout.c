@@ -8,7 +8,7 @@
 #include <lauxlib.h>
 
 #include "hook/layout.h"
-#include "hook/luapriv.h"
+#include "util/luapriv.h"
 
 int layout_skew;
 
@@ -106,6 +106,8 @@ static int probe_c(lua_State *L) {
   return 0;
 }
 
+static int probe_yield(lua_State *L) { return lua_yield(L, 0); }
+
 /* A chunk name longer than Lua's short strings, so that it is not interned. */
 static const char PROBE_CHUNK[] =
     "local f = ...\nreturn function()\n  f(f)\nend\n";
@@ -117,8 +119,17 @@ static int run_probes(lua_State *L) {
   lua_pushvalue(L, 1);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &PROBE_KEY);
   lua_State *co = lua_newthread(L);  /* at index 2 */
+  Probe *pr = lua_touserdata(L, 1);
   if (luapriv_state(co) != luapriv_state(L) || !luapriv_state(L)) {
-    ((Probe *)lua_touserdata(L, 1))->why = "a coroutine's global state disagrees with its creator's";
+    pr->why = "a coroutine's global state disagrees with its creator's";
+    return 0;
+  }
+  int nres;
+  lua_sethook(co, NULL, 0, 0);
+  lua_pushcfunction(co, probe_yield);
+  if (lua_resume(co, L, 0, &nres) != LUA_YIELD || luapriv_status(co) != lua_status(co) ||
+      luapriv_status(L) != lua_status(L)) {
+    pr->why = "a thread's status disagrees with lua_status";
     return 0;
   }
   if (luaL_loadbuffer(L, PROBE_CHUNK, sizeof PROBE_CHUNK - 1, PROBE_NAME) != LUA_OK)

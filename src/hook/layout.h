@@ -1,5 +1,5 @@
 /*
- * hook/layout.h — whether the fast path's reading of Lua's private structures (hook/luapriv.h)
+ * hook/layout.h — whether the fast path's reading of Lua's private structures (util/luapriv.h)
  * can be trusted in this process: a few probe calls, resolved both through the mirrors and
  * through the public API, must agree on every field the hook reads. Runs when a profile is
  * enabled: a few microseconds, never per event.

@@ -1,7 +1,7 @@
 /* The thread registry (hook/threads.h). Runs on a thread's first event, on a switch to another
    thread, and on enable()/disable(); never per call. */
 #include "engine/engine.h"
-#include "hook/luapriv.h"
+#include "util/luapriv.h"
 #include "hook/threads.h"
 #include "util/compat.h"
 #include "util/weak.h"

@@ -1,5 +1,5 @@
 /*
- * hook/luapriv.h — the few private structures of Lua 5.4 that cprof's fast path reads: the
+ * util/luapriv.h — the few private structures of Lua 5.4 that cprof's fast path reads: the
  * activation record (CallInfo) of a hook event, the value being called, a closure's prototype
  * or C function, the prototype's chunk name and line, a coroutine passed to coroutine.resume,
  * and the top of a thread's stack. They are mirrored here, written from the layout of each
@@ -189,6 +189,11 @@ static inline void luapriv_push_string(lua_State *L, const void *ts) {
   LPTValue *slot = &(((LPState *)(void *)L)->top - 1)->val;
   slot->value_.gc = (void *)ts;
   slot->tt_ = (unsigned char)(((const LPTString *)ts)->tt | LP_TAG_COLLECTABLE);
+}
+
+/* lua_status(L), read directly. */
+static inline int luapriv_status(const lua_State *L) {
+  return ((const LPState *)(const void *)L)->status;
 }
 
 /* The global state a thread belongs to: tells the threads of two Lua states apart. */
