@@ -41,10 +41,6 @@ static cprof_ticks read_counter(void *ud) {
 }
 
 #if CLOCK_HAVE_TSC
-cprof_ticks clock_read_tsc(void *ud) {
-  (void)ud;
-  return (cprof_ticks)__rdtsc();
-}
 
 /* Only an invariant counter (CPUID 0x80000007, EDX bit 8) ticks at one rate across frequency
    changes and sleep states, on every core. */
@@ -65,11 +61,6 @@ static void measure_tsc(void) {
   nanosleep(&pause, NULL);
   cprof_ticks t1 = read_clock(CLOCK_MONOTONIC), c1 = (cprof_ticks)__rdtsc();
   if (c1 > c0 && t1 > t0) tsc_seconds_per_tick = (double)(t1 - t0) * 1e-9 / (double)(c1 - c0);
-}
-#else
-cprof_ticks clock_read_tsc(void *ud) {  /* never chosen: there is no `tsc` timer here */
-  (void)ud;
-  return 0;
 }
 #endif
 

@@ -36,19 +36,22 @@ typedef struct Clock {
   int64_t hook_ticks;      /* 1/256 timer ticks spent inside the hook: kept off every frame */
   int64_t estimate[HOOK_NKINDS];  /* 1/256 ticks of one hook run, per HOOK_* kind */
   cprof_ticks vlast;       /* the profile's clock at the last event: it never goes back */
-  uint32_t events;         /* events since enable, to pick those that are measured */
+  uint32_t countdown;      /* events to charge the estimate before the next measured one */
+  uint32_t warmup;         /* measured events left before the estimates are trusted */
   uint8_t exact;           /* read the timer at the end of every event */
   uint8_t tsc;             /* the timer is the time-stamp counter: read inline */
   uint8_t reading;         /* the timer is being read outside the hook: its calls are not events */
 } Clock;
 
-/* The `tsc` timer's reading (hook/timer.c), inline in the hook. */
+/* The `tsc` timer's reading (hook/timer.c makes the timer), inline in the hook. */
 cprof_ticks clock_read_tsc(void *ud);
 
 static inline void clock_set_timer(Clock *c, const cprof_timer *timer) {
   c->timer = *timer;
   c->exact = timer->exact != 0;
   c->tsc = timer->read == clock_read_tsc;
+  c->countdown = 0;
+  c->warmup = CLOCK_WARMUP;
 }
 
 static inline cprof_ticks clock_read(const Clock *c) {
@@ -91,10 +94,14 @@ static inline cprof_ticks clock_at(Clock *c, cprof_ticks in) {
    HOOK_SWITCH); slow ones (that met something new), one in 64 and the first 256 are measured,
    and so is every event of an exact timer. */
 static inline void clock_stop(Clock *c, cprof_ticks in, int kind, int slow) {
-  if (slow || c->exact || (++c->events & CLOCK_MEASURE_MASK) == 0 || c->events < CLOCK_WARMUP) {
+  if (slow || c->countdown-- == 0) {
     int64_t d = (int64_t)(clock_read(c) - in) << CLOCK_FRAC;
     c->hook_ticks += d;
-    if (!slow) c->estimate[kind] += (d - c->estimate[kind]) / 8;
+    if (!slow) {
+      c->estimate[kind] += (d - c->estimate[kind]) / 8;
+      if (c->warmup) c->warmup--;
+      c->countdown = c->exact || c->warmup ? 0 : CLOCK_MEASURE_MASK;
+    }
   } else {
     c->hook_ticks += c->estimate[kind];
   }
