@@ -68,21 +68,18 @@ function cases.main_chunk(n)
   return function() dofile(path) end, function() os.remove(path) end
 end
 
-local function finish() return 1 end
-function cases.short_coroutines(n)
-  local create, resume = coroutine.create, coroutine.resume
-  return function()
-    for _ = 1, n do resume(create(finish)) end
+-- n coroutines of `body`, each resumed once.
+local function coroutines(body)
+  return function(n)
+    local create, resume = coroutine.create, coroutine.resume
+    return function()
+      for _ = 1, n do resume(create(body)) end
+    end
   end
 end
 
-local function stay() coroutine.yield() end
-function cases.abandoned(n)
-  local create, resume = coroutine.create, coroutine.resume
-  return function()
-    for _ = 1, n do resume(create(stay)) end
-  end
-end
+cases.short_coroutines = coroutines(function() return 1 end)
+cases.abandoned = coroutines(function() coroutine.yield() end)
 
 local YIELDS = 20000
 local function down(k)

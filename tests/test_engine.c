@@ -149,16 +149,23 @@ static void test_unwinds(lua_State *L) {
 
 static int yield_once(lua_State *co) { return lua_yield(co, 0); }
 
+/* A coroutine (left on L's stack) that yields once when resumed, and its stack. */
+static Stack *coroutine_stack(Profiler *P, lua_State *L, lua_State **co) {
+  *co = lua_newthread(L);
+  lua_pushcfunction(*co, yield_once);
+  Stack *st = stk_new(&P->stacks, P, *co);
+  CHECK(st != NULL, "coroutine stack");
+  return st;
+}
+
 /* f resumes a coroutine twice: its body g runs, yields, runs again and finishes. The time
    the coroutine runs is the callee time of each resume; the time it is suspended counts for
    nobody inside it. */
 static void test_coroutine(lua_State *L) {
   Profiler P;
   Stack *main_st = setup(&P, L);
-  lua_State *co = lua_newthread(L);
-  lua_pushcfunction(co, yield_once);
-  Stack *co_st = stk_new(&P.stacks, &P, co);
-  CHECK(co_st != NULL, "coroutine stack");
+  lua_State *co;
+  Stack *co_st = coroutine_stack(&P, L, &co);
   uint32_t f = func(&P, "f"), resume = func(&P, "resume"), g = func(&P, "g"),
            yield = func(&P, "yield");
   int nres;
@@ -206,10 +213,8 @@ static void test_shared(lua_State *L) {
   enum { DEPTH = 1000 };
   Profiler P;
   Stack *main_st = setup(&P, L);
-  lua_State *co = lua_newthread(L);
-  lua_pushcfunction(co, yield_once);
-  Stack *co_st = stk_new(&P.stacks, &P, co);
-  CHECK(co_st != NULL, "coroutine stack");
+  lua_State *co;
+  Stack *co_st = coroutine_stack(&P, L, &co);
   uint32_t f = func(&P, "f"), resume = func(&P, "resume"), g = func(&P, "g");
   int nres;
   call(&P, main_st, 1, 0, f, 0);
