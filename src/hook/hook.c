@@ -125,17 +125,29 @@ static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *call
 /* The fast path of a call: everything read from the activation record. Returns the kind of
    hook work, or -1 when the called value is not a function the mirrors know (never in practice:
    the public path then takes the call). */
-static int fast_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks now,
-                     int *slow) {
-  const void *ci = ar->i_ci, *key, *src;
+static int fast_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
+                     cprof_ticks now, int *slow) {
+  const void *ci = ar->i_ci, *key, *src, *parent;
   int line;
   int what = luapriv_callee(ci, 0, &key, &src, &line);
   if (unlikely(what == LP_OTHER)) return -1;
-  const Frame *caller = eng_caller(P, st, luapriv_parent(ci), now);
-  uint32_t lk = caller ? tree_way(&P->tree.nodes[caller->node], key, src, line) : IDX_NONE;
-  if (unlikely(lk == IDX_NONE)) {
-    *slow = 1;
-    lk = miss(P, L, ar, caller, IDX_NONE, key, src, line);
+  parent = luapriv_parent(ci);
+  /* The common call, looked up before the time is needed: meanwhile the timer's reading, which
+     takes longer than this, completes. */
+  const Frame *caller = st->n > 0 ? &st->f[st->n - 1] : NULL;
+  uint32_t lk = IDX_NONE;
+  if (likely(caller && caller->ci == parent))
+    lk = tree_way(&P->tree.nodes[caller->node], key, src, line);
+  if (now < 0) now = clock_at(&P->clock, in);
+  if (likely(lk != IDX_NONE)) {
+    st->last = now;
+  } else {
+    caller = eng_caller(P, st, parent, now);
+    if (caller) lk = tree_way(&P->tree.nodes[caller->node], key, src, line);
+    if (lk == IDX_NONE) {
+      *slow = 1;
+      lk = miss(P, L, ar, caller, IDX_NONE, key, src, line);
+    }
   }
   if (unlikely(lk == IDX_NONE || eng_push(P, st, ci, lk, now))) {
     P->oom = 1;
@@ -154,8 +166,8 @@ static int fast_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_
 #endif
 
 /* A call through the public API: lua_getinfo for the function, lua_getstack for its caller. */
-static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks now,
-                       int *slow) {
+static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
+                       cprof_ticks now, int *slow) {
   lua_CFunction cf;
   uint32_t known = P->fns.nkeys + P->fns.nentries;
   P->mem.in_hook = 1;
@@ -164,6 +176,7 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
   if (known != P->fns.nkeys + P->fns.nentries) *slow = 1;
   lua_Debug up;
   const void *parent_ci = lua_getstack(L, 1, &up) ? COMPAT_CI(up) : NULL;
+  if (now < 0) now = clock_at(&P->clock, in);
   if (!COMPAT_PER_THREAD_HOOKS && st->ci_pending) {
     /* A call in the same slot is a tail call replacing the frame, not a call it makes. */
     if (st->f[st->n - 1].ci != COMPAT_CI(*ar)) st->f[st->n - 1].ci = parent_ci;
@@ -191,15 +204,17 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
   return cf ? HOOK_CALL_C : HOOK_CALL_LUA;
 }
 
-static int on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks now,
-                   int *slow) {
+/* A call at timer reading `in`; `now` is the profile's clock then, or -1: not computed yet (it
+   must be, once: clock_at). */
+static int on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
+                   cprof_ticks now, int *slow) {
 #if LUAPRIV_KNOWN
   if (likely(P->fast)) {
-    int kind = fast_call(P, st, L, ar, now, slow);
+    int kind = fast_call(P, st, L, ar, in, now, slow);
     if (likely(kind >= 0)) return kind;
   }
 #endif
-  return public_call(P, st, L, ar, now, slow);
+  return public_call(P, st, L, ar, in, now, slow);
 }
 
 static void on_return(Stack *st, lua_Debug *ar, cprof_ticks now) {
@@ -245,7 +260,10 @@ void hook_event(lua_State *L, lua_Debug *ar) {
     /* Finding a thread's stack is cprof's work: the clock stops before it. */
     P->clock.L = L;
     in = clock_read(&P->clock);
-    if (unlikely(!st || st->suspended)) {
+    /* A coroutine resumed goes on with the return of what yielded: the thread registry is for
+       new threads and the other cases. */
+    if (unlikely(!st || (st->suspended && !(ar->event == LUA_HOOKRET && st->n > 0 &&
+                                             st->f[st->n - 1].ci == COMPAT_CI(*ar))))) {
       uint32_t nstacks = P->stacks.n;
       P->mem.in_hook = 1;
       st = thr_stack(P, L, ar, st);
@@ -265,10 +283,11 @@ void hook_event(lua_State *L, lua_Debug *ar) {
     P->dropped++;
   } else if (likely(event == LUA_HOOKCALL || event == LUA_HOOKRET) ||
              (event == LUA_HOOKLINE && P->lines.on)) {
-    cprof_ticks now = clock_at(&P->clock, in);
+    cprof_ticks now = -1;
     int kind = HOOK_LINE;
     if (unlikely(st != P->stacks.cur)) {
       Stack *from = P->stacks.cur;
+      now = clock_at(&P->clock, in);
       P->mem.in_hook = 1;
       if (eng_switch(P, from, st, now)) thr_drop(P, from);
       P->stacks.cur = st;
@@ -276,12 +295,13 @@ void hook_event(lua_State *L, lua_Debug *ar) {
       P->mem.in_hook = 0;
       switched = 1;
     }
-    if (event == LUA_HOOKRET) {
-      on_return(st, ar, now);
+    if (event == LUA_HOOKCALL) {
+      kind = on_call(P, st, L, ar, in, now, &slow);
+    } else if (event == LUA_HOOKRET) {
+      on_return(st, ar, now < 0 ? clock_at(&P->clock, in) : now);
       kind = HOOK_RETURN;
-    } else if (event == LUA_HOOKCALL) {
-      kind = on_call(P, st, L, ar, now, &slow);
     } else {
+      if (now < 0) now = clock_at(&P->clock, in);
       uint32_t recs = P->lines.nrecs;
       if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
       slow = slow || recs != P->lines.nrecs;
