@@ -110,9 +110,9 @@ static void give_back(Profiler *P, lua_State *T, lua_Hook ours) {
 }
 
 void thr_release(Profiler *P, lua_State *L, lua_Hook ours) {
-  /* Threads that are not suspended are running (or resumed one that is): alive. */
-  for (uint32_t i = 0; i < P->stacks.n; i++)
-    if (!P->stacks.all[i]->suspended) give_back(P, P->stacks.all[i]->L, ours);
+  /* The thread calling disable() and those that resumed it are alive. */
+  Stack *cur = stk_find(&P->stacks, L);
+  for (Stack *st = cur ? cur : P->stacks.cur; st; st = st->resumer) give_back(P, st->L, ours);
   lua_rawgetp(L, LUA_REGISTRYINDEX, &KEEP_KEY);
   if (lua_istable(L, -1)) {
     lua_pushnil(L);

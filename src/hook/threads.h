@@ -41,8 +41,8 @@ void thr_drop(Profiler *P, Stack *st);
 void thr_drop_all(Profiler *P);
 
 /* Gives every thread known to be alive whose hook is still `ours` the hook it had before
-   (disable()): the running ones and those remembered; the others get theirs on their next
-   event (hook.c). */
+   (disable(), from thread L): L, the threads that resumed it, and those remembered; the
+   others get theirs on their next event (hook.c). */
 void thr_release(Profiler *P, lua_State *L, lua_Hook ours);
 
 #endif
