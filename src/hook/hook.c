@@ -7,9 +7,9 @@
 #include "hook/hook.h"
 #include "hook/ident.h"
 #include "hook/layout.h"
-#include "util/luapriv.h"
 #include "hook/threads.h"
 #include "util/compat.h"
+#include "util/luapriv.h"
 
 #define OUR_MASK (LUA_MASKCALL | LUA_MASKRET)
 
@@ -98,9 +98,9 @@ static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CF
   lua_settop(L, top);
 }
 
-/* A call whose key missed its node's cache: the function's entry (found by `resolve` when it is
-   IDX_NONE), the link of the call, a call-site name for a function that has none, and the
-   cache filled. IDX_NONE when out of memory. */
+/* A call whose key missed its node's cache: the function's entry `e` (found from the fast
+   path's key when it is IDX_NONE), the link of the call, a call-site name for a function that
+   has none, and the cache filled. IDX_NONE when out of memory. */
 static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *caller, uint32_t e,
                      const void *key, const void *src, int line) {
   P->mem.in_hook = 1;

@@ -10,9 +10,9 @@
 #include <lauxlib.h>
 
 #include "hook/ident.h"
-#include "util/luapriv.h"
 #include "util/compat.h"
 #include "util/fault.h"
+#include "util/luapriv.h"
 #include "util/weak.h"
 
 static const char INTERNAL_KEY = 'i';

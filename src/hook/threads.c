@@ -1,9 +1,9 @@
 /* The thread registry (hook/threads.h). Runs on a thread's first event, on a switch to another
    thread, and on enable()/disable(); never per call. */
 #include "engine/engine.h"
-#include "util/luapriv.h"
 #include "hook/threads.h"
 #include "util/compat.h"
+#include "util/luapriv.h"
 #include "util/weak.h"
 
 __thread __attribute__((tls_model("initial-exec"))) lua_State *thr_last_L;
