@@ -4,6 +4,7 @@
 --   cprof-stats FILE... [--sort KEY]... [--limit N] [--callers] [--callees] [--stats]
 --               [--lines] [--memory] [--strip-dirs] [--reverse] [--json] [PATTERN...]
 --   cprof-stats -i [FILE...] [--prompt | --no-prompt]
+--   cprof-stats --verify FILE...
 --
 -- `cprof-stats --help` explains every option.  Exit status: 0, or 2 for a bad command line or
 -- an unreadable dump (one line on stderr).
@@ -18,7 +19,8 @@ local PROG = "cprof-stats"
 
 local USAGE = "usage: " .. PROG .. " FILE... [--sort KEY]... [--limit N] [--callers] [--callees]"
   .. " [--stats] [--lines] [--memory] [--strip-dirs] [--reverse] [--json] [PATTERN...]\n"
-  .. "       " .. PROG .. " -i [FILE...] [--prompt | --no-prompt]"
+  .. "       " .. PROG .. " -i [FILE...] [--prompt | --no-prompt]\n"
+  .. "       " .. PROG .. " --verify FILE..."
 
 -- One entry per option.  `arg` names the value the option takes (nil: a flag); `set` stores
 -- what was given in the settings table `o`.
@@ -104,6 +106,13 @@ local OPTIONS = {
     help = { "With -i: never print the prompt.  Without either option the prompt is",
              "printed when standard input is a terminal, or as CPROF_PROMPT says (1/0)." },
     set = function(o) o.prompt = false end },
+  { long = "verify",
+    help = { "Read each FILE whole and check it instead of printing it: a cprof dump's",
+             "checksums (format version 2; version 1 has none) and structure, a pstats",
+             "file's structure.  Prints 'FILE: ok (...)' for each good one and",
+             "'cprof-stats: FILE: what is wrong' on stderr for each other one (naming the",
+             "damaged sections of a dump); exit status 2 when one is not good." },
+    set = function(o) o.verify = true end },
   { long = "help", short = "h",
     help = { "Print this help and exit." },
     set = function(o) o.help = true end },
@@ -173,7 +182,7 @@ local function parse(argv)
   while i <= #argv do
     local a = argv[i]
     if only_patterns or a == "-" or a:sub(1, 1) ~= "-" then
-      if o.interactive and not only_patterns then
+      if (o.interactive or o.verify) and not only_patterns then
         o.files[#o.files + 1] = a
       elseif seen_option or only_patterns then
         o.restrictions[#o.restrictions + 1] = a
@@ -252,6 +261,27 @@ local function interactive(o)
   return 0
 end
 
+-- cprof-stats --verify FILE...: every file is checked, whatever the ones before it were.
+local function verify(o)
+  if #o.sort > 0 or #o.restrictions > 0 or next(o.views) or o.json or o.strip_dirs or o.reverse
+      or o.prompt ~= nil then
+    fail("option --verify takes only FILEs")
+  end
+  if #o.files == 0 then fail("no file given to --verify (see " .. PROG .. " --help)") end
+  local loaders = require("cprof.loaders")
+  local status = 0
+  for _, file in ipairs(o.files) do
+    local ok, what = pcall(loaders.verify, file)
+    if ok then
+      io.stdout:write(file, ": ok (", what, ")\n")
+    else
+      io.stderr:write(PROG, ": ", plain(what), "\n")
+      status = 2
+    end
+  end
+  return status
+end
+
 local function main(argv)
   local o = parse(argv)
   if o.help then
@@ -259,6 +289,7 @@ local function main(argv)
     return 0
   end
   if o.interactive then return interactive(o) end
+  if o.verify then return verify(o) end
   if o.prompt ~= nil then fail("options --prompt and --no-prompt go with -i") end
   if #o.files == 0 then fail("no dump file given (see " .. PROG .. " --help)") end
   if o.json and (o.views.lines or o.views.memory) then
@@ -285,9 +316,6 @@ local function main(argv)
   -- pstats.Stats(file1, file2, ...) adds them.
   local loaded = {}
   for i, file in ipairs(o.files) do
-    local f, err = io.open(file, "rb")
-    if not f then fail((tostring(err):gsub("\n", " "))) end
-    f:close()
     local ok, st = pcall(stats.new, file)
     if not ok then
       local msg = plain(st)

@@ -1,13 +1,17 @@
 --- cprof.dump: cprof's dump files (docs/FORMAT.md), read and written by the C core — the only
 --- module through which the Lua side reaches cprof.core's dump codec.
 --
---   dump.read(path)         the data table a dump holds (docs/API.md, "Dumps")
---   dump.write(path, data)  writes a data table as a dump
---   dump.mtime(path)        the file's modification time (seconds), or nil
+--   dump.read(path [, fname])         the data table a dump holds (docs/API.md, "Dumps")
+--   dump.write(path, data [, fname])  writes a data table as a dump
+--   dump.verify(path)                 what the dump is, once read whole and checked
+--   dump.check_path(path, fname, level)  the argument checks of a function taking a file name
+--   dump.check_file(path)             a file that can be read: a regular one
+--   dump.mtime(path)                  the file's modification time (seconds), or nil
 --
 -- cprof.core is required only when one of these runs, so that the reporting layer (cprof.stats,
 -- the reports, Python pstats files, the browser) loads and works without the C extension:
--- only reading or writing a cprof dump needs it.  Errors are "cprof: <path>: <reason>".
+-- only reading or writing a cprof dump needs it.  Errors are "cprof: <path>: <reason>", or
+-- Lua's "bad argument #1 to '<fname>' (...)" for a file name that is not a string.
 
 local M = {}
 
@@ -30,19 +34,61 @@ local function need_core(path, doing)
   return c
 end
 
---- The data table of the dump at `path`.  Raises "cprof: <path>: <reason>" for a missing or
---- bad file.
-function M.read(path)
+--- Checks the file name `path` given to the function `fname`: a string, raised as Lua's own
+--- library does at `level` (1: the function that calls check_path); not empty and without NUL
+--- bytes (which the system would cut it at), raised as "cprof: <path>: <reason>".
+function M.check_path(path, fname, level)
+  if type(path) ~= "string" then
+    error(("bad argument #1 to '%s' (string expected, got %s)"):format(fname,
+      path == nil and "no value" or type(path)), level + 1)
+  end
+  if path == "" then error('cprof: "": the file name is empty', 0) end
+  if path:find("\0", 1, true) then
+    error(("cprof: %s: the file name holds a NUL byte"):format((path:gsub(".", { ["\0"] = "\\0" }))), 0)
+  end
+end
+
+--- The data table of the dump at `path`, and what the file is ({ version, sections,
+--- checksums }).  Raises "cprof: <path>: <reason>" for a missing or bad file.
+function M.read(path, fname)
+  M.check_path(path, fname or "read", 3)
   -- Called through pcall so that the message is the reader's own, with no position in front.
-  local ok, d = pcall(need_core(path, "reading").read_dump, path)
+  local ok, d, info = pcall(need_core(path, "reading").read_dump, path)
   if not ok then error(d, 0) end
-  return d
+  return d, info
 end
 
 --- Writes data table `d` to `path` as a dump.  Raises "cprof: <path>: <reason>" when it cannot.
-function M.write(path, d)
+function M.write(path, d, fname)
+  M.check_path(path, fname or "write", 3)
   local ok, err = pcall(need_core(path, "writing").write_dump, path, d)
   if not ok then error(err, 0) end
+end
+
+--- "format version V, S sections, checksums match" (or "no checksums" for version 1): the dump
+--- at `path` was read whole and every section checked.  Raises "cprof: <path>: <reason>".
+function M.verify(path)
+  local _, info = M.read(path, "verify")
+  return ("format version %d, %d sections, %s"):format(info.version, info.sections,
+    info.checksums and "checksums match" or "no checksums")
+end
+
+--- Raises "cprof: <path>: <reason>" unless `path` names a regular file that exists: a
+--- directory, a FIFO (whose opening would wait for a writer), a device (/dev/zero never ends)
+--- are not profiles.  Without cprof.core, whose file_type tells them apart without opening
+--- anything, only a missing file is caught here.
+function M.check_file(path)
+  M.check_path(path, "check_file", 2)
+  local c = core()
+  if c and c.file_type then
+    local t, err = c.file_type(path)
+    if not t then error(err, 0) end
+    if t ~= "regular" then error(("cprof: %s: a %s, not a regular file"):format(path, t), 0) end
+    return
+  end
+  local f, err = io.open(path, "rb")
+  if not f then error("cprof: " .. tostring(err), 0) end
+  f:close()
 end
 
 --- The modification time of the file at `path` in seconds, or nil when it cannot be read (or

@@ -139,9 +139,11 @@ end
 --- Writes the profile to `file` as a cprof dump (cprof.load and cprof-stats read it).
 --- Raises "cprof: <file>: <reason>" when it cannot.
 function methods:dump_stats(file)
-  if type(file) ~= "string" then
-    error(("cprof: dump_stats needs a file name, not a %s"):format(type(file)), 2)
+  local mt = getmetatable(self)
+  if type(mt) ~= "table" or mt.__index ~= methods then
+    error(("bad argument #1 to 'dump_stats' (cprof.Profile expected, got %s)"):format(type(self)), 2)
   end
+  dump.check_path(file, "dump_stats", 2)
   dump.write(file, self:dump_data())
   return self
 end
@@ -149,7 +151,8 @@ end
 --- Reads a dump written by dump_stats (or cprof.auto with CPROF_OUT): the data table of
 --- docs/API.md.  Raises "cprof: <file>: <reason>" for a missing or bad file.
 function cprof.load(file)
-  return dump.read(file)
+  local d = dump.read(file, "load") -- not a tail call: a bad argument is reported at the caller
+  return d
 end
 
 local function compile(code, env)

@@ -369,6 +369,7 @@ end
 --- see cprof.profdata.from_stats), whatever the sources were (pstats files included): the numbers
 --- read back identical.  Raises "cprof: <path>: <reason>" when it cannot.
 function Stats:dump_stats(path)
+  dump.check_path(path, "dump_stats", 2)
   dump.write(path, profdata.from_stats(self))
   return self
 end
