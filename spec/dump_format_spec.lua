@@ -23,14 +23,7 @@ end
 
 local read_file, write_file, new_dir = S.read_file, S.write_file, S.new_dir
 
-local function listing(dir)
-  local p = io.popen("ls -A '" .. dir .. "'")
-  local names = {}
-  for name in p:lines() do names[#names + 1] = name end
-  p:close()
-  table.sort(names)
-  return names
-end
+local listing = S.listing
 
 -------------------------------------------------------------------------------------------------
 -- Data tables

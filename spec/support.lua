@@ -101,6 +101,16 @@ function support.new_dir()
   return d
 end
 
+--- The names in directory `dir` (dot files too), sorted.
+function support.listing(dir)
+  local p = io.popen("ls -A '" .. dir .. "'")
+  local names = {}
+  for name in p:lines() do names[#names + 1] = name end
+  p:close()
+  table.sort(names)
+  return names
+end
+
 function support.remove_dir(dir)
   os.execute("rm -rf '" .. dir .. "'")
 end

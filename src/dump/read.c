@@ -309,7 +309,8 @@ static void read_schema(Reader *R) {
     for (int i = 0; i < K->nfields; i++) {
       if (K->fields[i].required == 1 && !R->schema[k].have[i])
         rerr(R, "schema section: %s lack the required field '%s'", K->group, K->fields[i].name);
-      if (K->fields[i].required == DUMP_EXTENSION) *(R->schema[k].have[i] ? &ext_have : &ext_lack) = i;
+      int *first = R->schema[k].have[i] ? &ext_have : &ext_lack;
+      if (K->fields[i].required == DUMP_EXTENSION && *first < 0) *first = i;
     }
     if (ext_have >= 0 && ext_lack >= 0)
       rerr(R, "schema section: %s have the memory field '%s' but not '%s' (they go together)",

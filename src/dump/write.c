@@ -154,8 +154,10 @@ static void collect_groups(Writer *W) {
     }
     /* What the reader refuses: some of an extension's columns without the others. */
     int ext_have = -1, ext_lack = -1;
-    for (int f = 0; f < K->nfields; f++)
-      if (K->fields[f].required == DUMP_EXTENSION) *(W->present[k][f] ? &ext_have : &ext_lack) = f;
+    for (int f = 0; f < K->nfields; f++) {
+      int *first = W->present[k][f] ? &ext_have : &ext_lack;
+      if (K->fields[f].required == DUMP_EXTENSION && *first < 0) *first = f;
+    }
     if (ext_have >= 0 && ext_lack >= 0)
       out_error(&W->out, "%s.%s is missing (%s.%s is there: the memory columns go together)",
                 K->group, K->fields[ext_lack].name, K->group, K->fields[ext_have].name);

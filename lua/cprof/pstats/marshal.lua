@@ -349,7 +349,9 @@ local function read_all(path)
   if not f then error("cprof: " .. tostring(err), 0) end
   local function too_large()
     f:close()
-    error(sformat("cprof: %s: too large for a pstats file (more than %d GiB)", path, M.MAX_FILE / 2 ^ 30), 0)
+    local max = M.MAX_FILE % 2 ^ 30 == 0 and sformat("%.0f GiB", M.MAX_FILE / 2 ^ 30)
+      or sformat("%.0f bytes", M.MAX_FILE)
+    error(sformat("cprof: %s: too large for a pstats file (more than %s)", path, max), 0)
   end
   local size = f:seek("end")
   if size and size > M.MAX_FILE then too_large() end
