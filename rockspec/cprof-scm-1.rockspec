@@ -62,6 +62,7 @@ build = {
       ["cprof.stats"] = "lua/cprof/stats.lua",
       ["cprof.core"] = {
          sources = {
+            "src/dump/crc32c.c",
             "src/dump/ldump.c",
             "src/dump/out.c",
             "src/dump/read.c",

@@ -238,6 +238,17 @@ describe("dump files", function()
                        bad(function() p.dump_stats({}, dir .. "/x.prof") end))
       assert.are.equal("bad argument #1 to 'dump_stats' (cprof.Profile expected, got string)",
                        bad(function() p.dump_stats(dir .. "/x.prof") end))
+      -- The file name of run and runctx is checked before the code runs.
+      local ran = false
+      _G.CPROF_SPEC_RAN = function() ran = true end
+      assert.are.equal("bad argument #2 to 'run' (string expected, got number)",
+                       bad(function() cprof.run("CPROF_SPEC_RAN()", 42) end))
+      assert.are.equal("bad argument #4 to 'runctx' (string expected, got boolean)",
+                       bad(function() cprof.runctx("CPROF_SPEC_RAN()", _G, nil, true) end))
+      fails_with("cprof: " .. dir .. "/a\\0b: the file name holds a NUL byte", cprof.run, "CPROF_SPEC_RAN()",
+                 dir .. "/a\0b")
+      _G.CPROF_SPEC_RAN = nil
+      assert.is_false(ran)
       assert.are.same({}, S.listing(dir))
     end)
   end)

@@ -4,7 +4,7 @@
 --   dump.read(path [, fname])         the data table a dump holds (docs/API.md, "Dumps")
 --   dump.write(path, data [, fname])  writes a data table as a dump
 --   dump.verify(path)                 what the dump is, once read whole and checked
---   dump.check_path(path, fname, level)  the argument checks of a function taking a file name
+--   dump.check_path(path, fname, level [, argn])  the checks of a file name argument
 --   dump.check_file(path)             a file that can be read: a regular one
 --   dump.mtime(path)                  the file's modification time (seconds), or nil
 --
@@ -17,11 +17,16 @@ local M = {}
 
 local pcall, error, type, tostring = pcall, error, type, tostring
 
--- cprof.core, or nil and why it cannot be loaded.
+-- cprof.core, or nil and why it cannot be loaded (asked once: LuaJIT's second require of a
+-- module that failed says only "loop or previous error").
+local loaded, why_not
 local function core()
-  local ok, c = pcall(require, "cprof.core")
-  if ok and type(c) == "table" then return c end
-  return nil, tostring(c)
+  if loaded == nil then
+    local ok, c = pcall(require, "cprof.core")
+    loaded = ok and type(c) == "table" and c
+    if not loaded then why_not = tostring(c) end
+  end
+  return loaded or nil, why_not
 end
 
 -- cprof.core, or an error naming `path` when it cannot be loaded.
@@ -34,12 +39,13 @@ local function need_core(path, doing)
   return c
 end
 
---- Checks the file name `path` given to the function `fname`: a string, raised as Lua's own
---- library does at `level` (1: the function that calls check_path); not empty and without NUL
---- bytes (which the system would cut it at), raised as "cprof: <path>: <reason>".
-function M.check_path(path, fname, level)
+--- Checks the file name `path`, argument number `argn` (default 1) of the function `fname`: a
+--- string, raised as Lua's own library does at `level` (1: the function that calls
+--- check_path); not empty and without NUL bytes (which the system would cut it at), raised as
+--- "cprof: <path>: <reason>".
+function M.check_path(path, fname, level, argn)
   if type(path) ~= "string" then
-    error(("bad argument #1 to '%s' (string expected, got %s)"):format(fname,
+    error(("bad argument #%d to '%s' (string expected, got %s)"):format(argn or 1, fname,
       path == nil and "no value" or type(path)), level + 1)
   end
   if path == "" then error('cprof: "": the file name is empty', 0) end

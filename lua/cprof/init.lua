@@ -211,6 +211,7 @@ end
 --- writes a dump to `filename` when given.  An error in `code` propagates after the report or
 --- the dump, with profiling off.
 function cprof.run(code, filename, sort)
+  if filename ~= nil then dump.check_path(filename, "run", 2, 2) end
   local p = cprof.Profile()
   local chunk = compile(code, _G)
   local ok, err = pcall(p.runcall, p, chunk)
@@ -222,6 +223,7 @@ function cprof.runctx(code, env, locals, filename, sort)
   if type(env) ~= "table" then
     error(("cprof: runctx needs an environment table, not a %s"):format(type(env)), 2)
   end
+  if filename ~= nil then dump.check_path(filename, "runctx", 2, 4) end
   local p = cprof.Profile()
   local chunk = compile(code, scope(env, locals))
   local ok, err = pcall(p.runcall, p, chunk)
