@@ -17,23 +17,8 @@ local char, byte = string.char, string.byte
 local V1_SAMPLE = S.SPEC_DIR .. "/golden/dump-v1.prof"
 local PSTATS_SAMPLE = S.SPEC_DIR .. "/golden/sample.pstats"
 
-local SCHEMA_FRAMES = uv(1) .. uv(4) .. field("kind", 4, 0) .. field("file", 4, 0)
-                      .. field("line", 2, 0) .. field("name", 4, 0)
-local SCHEMA_EDGES = uv(2) .. uv(2) .. field("caller", 5, 0) .. field("callee", 5, 0)
-local SCHEMA_NODES = uv(3) .. uv(2) .. field("parent", 6, 0) .. field("frame", 5, 0)
-
--- The sections of a minimal file with only the required fields; parts can be replaced.
-local function minimal_sections(o)
-  o = o or {}
-  return {
-    { 1, o.schema or (uv(3) .. SCHEMA_FRAMES .. SCHEMA_EDGES .. SCHEMA_NODES) },
-    { 2, uv(3) .. str("Lua") .. str("a.lua") .. str("f") },
-    { 3, uv(1) .. uv(0) .. uv(1) .. uv(6) .. uv(2) },
-    { 4, uv(1) .. uv(0) .. uv(0) },
-    { 5, uv(2) .. uv(0) .. uv(0) .. uv(1) .. uv(0) },
-    { 6, o.meta or uv(0) },
-  }
-end
+local SCHEMA_FRAMES, SCHEMA_EDGES = S.SCHEMA_FRAMES, S.SCHEMA_EDGES
+local minimal_sections = S.minimal_sections
 
 -- Everything cprof does with a profile once it is read: the data's own functions, a Stats with
 -- every report, JSON, merging, and writing it again.
@@ -77,7 +62,7 @@ end
 
 describe("dump checks", function()
   local dir
-  before_each(function() dir = S.new_dir() end)
+  before_each(function() dir = S.new_dir(true) end)
   after_each(function() S.remove_dir(dir) end)
 
   local function read_bytes(bytes)

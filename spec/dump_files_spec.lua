@@ -34,7 +34,7 @@ local function sh(cmd) assert(os.execute(cmd)) end
 
 describe("dump files", function()
   local dir
-  before_each(function() dir = S.new_dir() end)
+  before_each(function() dir = S.new_dir(true) end)
   after_each(function() S.remove_dir(dir) end)
 
   describe("reading", function()
@@ -64,6 +64,22 @@ describe("dump files", function()
         assert.are.same({ "", "cprof-stats: " .. path .. ": " .. what .. ", not a regular file\n", 2 },
                         { out, err, status })
       end
+    end)
+
+    it("the line report does not read a profile's source file that is a device or a FIFO", function()
+      local fifo = dir .. "/fifo.lua"
+      sh("mkfifo " .. q(fifo))
+      local d = small_data()
+      d.lines = S.group(1, { frame = { 1 }, line = { 3 }, hits = { 4 }, time = { 0.5 } })
+      local text = {}
+      for _, file in ipairs({ "/dev/zero", fifo }) do
+        d.frames.file[1] = file
+        local st = stats.new(d, { stream = { write = function(_, s) text[#text + 1] = s end } })
+        st:print_lines()
+        assert.matches("Line #", table.concat(text))
+      end
+      assert.is_false(require("cprof.dump").is_regular(fifo))
+      assert.is_true(require("cprof.dump").is_regular("spec/golden/sample.pstats"))
     end)
 
     it("refuses a file larger than 1 GiB before reading it, a dump or a pstats file", function()
@@ -176,13 +192,8 @@ describe("dump files", function()
       local path = dir .. "/big.prof"
       write_file(path, "the old file")
       local script = dir .. "/write.lua"
-      write_file(script, [[
-        local core = require "cprof.core"
-        local n = 20000
-        local names = {}
-        for i = 1, n do names[i] = ("function_number_%d"):format(i) end
-        local function col(v) local t = {} for i = 1, n do t[i] = v end return t end
-        core.write_dump(arg[1], { frames = { n = n, kind = col("Lua"), file = names, line = col(1), name = names } })
+      write_file(script, S.big_dump_script(20000) .. [[
+        core.write_dump(arg[1], data)
         print("not killed")
       ]])
       -- A write past the file size limit kills the process (SIGXFSZ), as kill -9 would.

@@ -181,22 +181,11 @@ local function section(list, kind)
   for _, s in ipairs(list) do if s[1] == kind then return s end end
 end
 
-local SCHEMA_FRAMES = uv(1) .. uv(4) .. field("kind", 4, 0) .. field("file", 4, 0)
-                      .. field("line", 2, 0) .. field("name", 4, 0)
-local SCHEMA_EDGES = uv(2) .. uv(2) .. field("caller", 5, 0) .. field("callee", 5, 0)
-local SCHEMA_NODES = uv(3) .. uv(2) .. field("parent", 6, 0) .. field("frame", 5, 0)
+local SCHEMA_FRAMES, SCHEMA_EDGES, SCHEMA_NODES = S.SCHEMA_FRAMES, S.SCHEMA_EDGES, S.SCHEMA_NODES
 
 -- A minimal valid file with only the required fields; parts can be replaced.
 local function minimal(o)
-  o = o or {}
-  local schema = o.schema or (uv(3) .. SCHEMA_FRAMES .. SCHEMA_EDGES .. SCHEMA_NODES)
-  local strings = o.strings or (uv(3) .. str("Lua") .. str("a.lua") .. str("f"))
-  local frames = o.frames or (uv(1) .. uv(0) .. uv(1) .. uv(6) .. uv(2))
-  local edges = o.edges or (uv(1) .. uv(0) .. uv(0))
-  local nodes = o.nodes or (uv(2) .. uv(0) .. uv(0) .. uv(1) .. uv(0))
-  local meta = o.meta or uv(0)
-  return build({ { 1, schema }, { 2, strings }, { 3, frames }, { 4, edges }, { 5, nodes }, { 6, meta } },
-               o.version)
+  return build(S.minimal_sections(o), o and o.version)
 end
 
 -------------------------------------------------------------------------------------------------
@@ -204,7 +193,7 @@ end
 describe("the dump format", function()
   local dir
 
-  before_each(function() dir = new_dir() end)
+  before_each(function() dir = new_dir(true) end)
   after_each(function()
     core.fail_allocations(-1)
     S.remove_dir(dir)
@@ -366,13 +355,7 @@ describe("the dump format", function()
     it("reports a full disk (a file size limit) and leaves nothing behind", function()
       local path = dir .. "/big.prof"
       local script = dir .. "/write.lua"
-      write_file(script, [[
-        local core = require "cprof.core"
-        local n = 2000
-        local names = {}
-        for i = 1, n do names[i] = ("function_number_%d"):format(i) end
-        local function col(v) local t = {} for i = 1, n do t[i] = v end return t end
-        local data = { frames = { n = n, kind = col("Lua"), file = names, line = col(1), name = names } }
+      write_file(script, S.big_dump_script(2000) .. [[
         local ok, err = pcall(core.write_dump, arg[1], data)
         io.write(tostring(ok), "\n", tostring(err), "\n")
       ]])

@@ -106,7 +106,7 @@ end
 
 describe("optional dump sections", function()
   local dir
-  before_each(function() dir = S.new_dir() end)
+  before_each(function() dir = S.new_dir(true) end)
   after_each(function()
     core.fail_allocations(-1)
     S.remove_dir(dir)

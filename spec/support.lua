@@ -94,9 +94,13 @@ function support.tmpname(suffix)
   return n .. (suffix or "")
 end
 
---- A new empty temporary directory; support.remove_dir removes it with what it holds.
-function support.new_dir()
+--- A new empty temporary directory; support.remove_dir removes it with what it holds.  With
+--- `in_memory`, on a file system in memory (/dev/shm) when there is one: the specs that write
+--- thousands of small files run there (ext4 flushes a file rewritten after a truncation).
+function support.new_dir(in_memory)
   local d = support.tmpname()
+  local shm = os.execute("test -d /dev/shm -a -w /dev/shm")
+  if in_memory and (shm == true or shm == 0) then d = "/dev/shm/" .. d:match("[^/]*$") end
   assert(os.execute("mkdir -p '" .. d .. "'"))
   return d
 end
@@ -369,6 +373,41 @@ function support.build(sections, version)
   local header = support.MAGIC .. le(version, 4) .. le(#sections, 4) .. table.concat(dir)
   if v2 then header = header .. le(support.crc32c(header), 4) end
   return header .. table.concat(body)
+end
+
+support.SCHEMA_FRAMES = support.uv(1) .. support.uv(4) .. support.field("kind", 4, 0)
+  .. support.field("file", 4, 0) .. support.field("line", 2, 0) .. support.field("name", 4, 0)
+support.SCHEMA_EDGES = support.uv(2) .. support.uv(2) .. support.field("caller", 5, 0)
+  .. support.field("callee", 5, 0)
+support.SCHEMA_NODES = support.uv(3) .. support.uv(2) .. support.field("parent", 6, 0)
+  .. support.field("frame", 5, 0)
+
+--- The sections of a minimal valid file with only the required fields, for build(); o.schema,
+--- o.strings, o.frames, o.edges, o.nodes and o.meta replace parts.
+function support.minimal_sections(o)
+  local uv, str = support.uv, support.str
+  o = o or {}
+  return {
+    { 1, o.schema or (uv(3) .. support.SCHEMA_FRAMES .. support.SCHEMA_EDGES .. support.SCHEMA_NODES) },
+    { 2, o.strings or (uv(3) .. str("Lua") .. str("a.lua") .. str("f")) },
+    { 3, o.frames or (uv(1) .. uv(0) .. uv(1) .. uv(6) .. uv(2)) },
+    { 4, o.edges or (uv(1) .. uv(0) .. uv(0)) },
+    { 5, o.nodes or (uv(2) .. uv(0) .. uv(0) .. uv(1) .. uv(0)) },
+    { 6, o.meta or uv(0) },
+  }
+end
+
+--- A Lua program that defines `data`: a profile of n frames with long names (dumps of some
+--- hundred KB), for the specs that make a write fail or die half-way; `core` is cprof.core.
+function support.big_dump_script(n)
+  return ([[
+    local core = require "cprof.core"
+    local n = %d
+    local names = {}
+    for i = 1, n do names[i] = ("function_number_%%d"):format(i) end
+    local function col(v) local t = {} for i = 1, n do t[i] = v end return t end
+    local data = { frames = { n = n, kind = col("Lua"), file = names, line = col(1), name = names } }
+  ]]):format(n)
 end
 
 --- The sections of a file (version 1 or 2), as build() takes them.

@@ -6,6 +6,7 @@
 --   dump.verify(path)                 what the dump is, once read whole and checked
 --   dump.check_path(path, fname, level [, argn])  the checks of a file name argument
 --   dump.check_file(path)             a file that can be read: a regular one
+--   dump.is_regular(path)             the same, as a boolean
 --   dump.mtime(path)                  the file's modification time (seconds), or nil
 --
 -- cprof.core is required only when one of these runs, so that the reporting layer (cprof.stats,
@@ -95,6 +96,16 @@ function M.check_file(path)
   local f, err = io.open(path, "rb")
   if not f then error("cprof: " .. tostring(err), 0) end
   f:close()
+end
+
+--- Whether `path` names a regular file (false for a directory, a device, a FIFO, a missing
+--- file, a name that is not a string or holds a NUL byte): what may be opened and read whole
+--- without waiting or reading for ever.  Without cprof.core, true for any other name.
+function M.is_regular(path)
+  if type(path) ~= "string" or path == "" or path:find("\0", 1, true) then return false end
+  local c = core()
+  if c and c.file_type then return c.file_type(path) == "regular" end
+  return true
 end
 
 --- The modification time of the file at `path` in seconds, or nil when it cannot be read (or
