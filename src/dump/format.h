@@ -2,8 +2,9 @@
  * dump/format.h — the binary dump format (docs/FORMAT.md), shared by the writer
  * (write.c), the reader (read.c) and the Lua binding (ldump.c).
  *
- * A file is a header (magic, version, section directory) and sections. Records are rows of
- * fields described by the file's own schema, so fields can be added without a new version.
+ * A file is a header (magic, version, section directory with a CRC-32C per section, the
+ * header's CRC-32C) and sections. Records are rows of fields described by the file's own
+ * schema, so fields can be added without a new version.
  */
 #ifndef CPROF_DUMP_FORMAT_H
 #define CPROF_DUMP_FORMAT_H

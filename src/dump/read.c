@@ -1,8 +1,10 @@
 /*
  * dump/read.c — a dump in memory -> the data table (docs/FORMAT.md).
  *
- * Nothing in the file is trusted: every offset, length, count and index is checked against
- * what is really there before it is used, and the first problem ends the read with one
+ * Nothing in the file is trusted: the checksums of a version-2 file are checked before anything
+ * in it is used, every offset, length, count and index is checked against what is really there
+ * before it is used, and so is everything the rest of cprof counts on (the memory columns all
+ * or none, the types of the metadata it reads); the first problem ends the read with one
  * message naming the file and the place. Counts are checked against the bytes left (a record
  * takes at least one byte per field), so a hostile count can never make the reader allocate
  * more than a small multiple of the file's size. The reader holds no C allocations: the data

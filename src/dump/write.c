@@ -10,7 +10,8 @@
  * Frames are written most-referenced first (by edges and nodes), so that the indexes used most
  * are the shortest varints; the strings follow the frames' new order for the same reason. The
  * section directory is written last, over its place at the start, since the offsets of the
- * sections are known only then. Linear in the records; once per dump.
+ * sections are known only then, with each section's CRC-32C (taken as its bytes go out) and the
+ * header's. Linear in the records; once per dump.
  */
 #include <math.h>
 #include <stdio.h>
@@ -495,7 +496,7 @@ static int write_body(lua_State *L) {
   dump_put_u32(header + 12, (uint32_t)nsec);
   out_bytes(&W->out, header, dir_end + DUMP_HEADER_CRC);  /* the directory is patched below */
 
-  (void)out_crc(&W->out);
+  (void)out_crc(&W->out); /* the header's bytes are under the header checksum only */
   for (int s = 0; s < nsec; s++) {
     uint64_t start = out_pos(&W->out);
     uint32_t kind;
