@@ -380,6 +380,11 @@ local function load_file(stats, file)
   return st
 end
 
+-- A pattern that may be a FILE mistyped or missing: a path, or a name with an extension.
+local function looks_like_file(p)
+  return p:find("/", 1, true) ~= nil or p:find("%.%w+$") ~= nil
+end
+
 -- Nothing would be printed: fail with status 1 and the reason.  `list` and `log` are what
 -- Stats:select made of the restrictions; `views` what the report prints.
 local function check_something_matched(st, o, list, log)
@@ -389,12 +394,9 @@ local function check_something_matched(st, o, list, log)
       if step.to == 0 then
         local r = step.restriction
         if type(r) == "string" then
-          -- a pattern that looks like a file name may be a FILE mistyped
           local also = ""
           for _, p in ipairs(o.patterns) do
-            if p == r and (p:find("/", 1, true) or p:find("%.%w+$")) then
-              also = " (and no file has that name)"
-            end
+            if p == r and looks_like_file(p) then also = " (and no file has that name)" end
           end
           fail(("nothing matched: no function matches '%s'%s"):format(r, also), 1)
         end
@@ -428,6 +430,13 @@ local function main(argv)
     if stdin_has_data() then
       o.files[1] = "-"
     elseif #o.patterns > 0 then
+      -- a pattern that looks like a file name was meant as one: say why it cannot be read
+      for _, p in ipairs(o.patterns) do
+        if looks_like_file(p) then
+          local _, err = io.open(p, "rb")
+          fail((tostring(err):gsub("\n", " ")))
+        end
+      end
       fail(("no FILE given ('%s' is not a readable file, so it was taken as a pattern)")
         :format(o.patterns[1]))
     else
