@@ -49,24 +49,18 @@ for _, opt in ipairs(cli.OPTIONS) do
   put(names)
   put(para(table.concat(opt.help, "\n")))
 end
-put(".SH EXAMPLES")
-for _, e in ipairs(cli.EXAMPLES) do
-  put(".TP")
-  put(".B " .. text(e[1]))
-  put(para(e[2]) .. ".")
+-- A section of { term, sentence } pairs.
+local function tagged(title, pairs_)
+  put(".SH " .. title)
+  for _, t in ipairs(pairs_) do
+    put(".TP")
+    put(".B " .. text(t[1]))
+    put(para(t[2]) .. ".")
+  end
 end
-put(".SH EXIT STATUS")
-for _, s in ipairs(cli.EXIT_STATUS) do
-  put(".TP")
-  put(".B " .. text(s[1]))
-  put(para(s[2]) .. ".")
-end
-put(".SH ENVIRONMENT")
-for _, v in ipairs(cli.ENVIRONMENT) do
-  put(".TP")
-  put(".B " .. text(v[1]))
-  put(para(v[2]) .. ".")
-end
+tagged("EXAMPLES", cli.EXAMPLES)
+tagged("EXIT STATUS", cli.EXIT_STATUS)
+tagged("ENVIRONMENT", cli.ENVIRONMENT)
 put(".SH SEE ALSO")
 put(".BR cprof (3),")
 put(".BR lua5.4 (1);")

@@ -185,6 +185,21 @@ local OPTIONS = {
 }
 M.OPTIONS = OPTIONS
 
+-- `text` as lines of at most 95 characters, the first after `first`, the others after `indent`.
+local function wrap(first, indent, text)
+  local lines, line = {}, first
+  for word in text:gmatch("%S+") do
+    if #line + 1 + #word > 95 and #line > #indent then
+      lines[#lines + 1] = line
+      line = indent .. word
+    else
+      line = line .. ((line == first or line == indent) and "" or " ") .. word
+    end
+  end
+  lines[#lines + 1] = line
+  return table.concat(lines, "\n")
+end
+
 -- The --help text, from the tables above.
 local function help_text()
   local lines = {}
@@ -205,10 +220,13 @@ local function help_text()
   end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "Examples:"
-  for _, e in ipairs(M.EXAMPLES) do lines[#lines + 1] = "  " .. e[1] .. "    # " .. e[2] end
+  for _, e in ipairs(M.EXAMPLES) do
+    lines[#lines + 1] = "  " .. e[1]
+    lines[#lines + 1] = "        " .. e[2]
+  end
   lines[#lines + 1] = ""
   lines[#lines + 1] = "Exit status:"
-  for _, s in ipairs(M.EXIT_STATUS) do lines[#lines + 1] = "  " .. s[1] .. "  " .. s[2] end
+  for _, s in ipairs(M.EXIT_STATUS) do lines[#lines + 1] = wrap("  " .. s[1] .. "  ", "     ", s[2]) end
   return table.concat(lines, "\n") .. "\n"
 end
 
