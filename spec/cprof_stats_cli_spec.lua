@@ -447,8 +447,8 @@ make(100)
     end)
 
     it("--sort by memory on a profile without memory numbers is an error (point 8)", function()
-      local path = tmp()
-      dump(path)
+      -- (a child: this process may run on cprof's allocator, make spec-memory)
+      local path = child_dump(LOOP)
       for _, key in ipairs({ "alloc", "allocs", "live", "alloc_c" }) do
         one_line_error(q(path) .. " --sort " .. key, "^cprof%-stats: option %-%-sort: '" .. key
           .. "' sorts by memory, and the profile has no memory numbers %(make it with cprof's allocator"

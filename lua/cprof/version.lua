@@ -66,12 +66,24 @@ local function wrong_build(err)
     tostring(file), built_for, M.lua_name(), var, jit_table() and "LuaJIT" or "Lua 5.4")
 end
 
---- cprof.core, after M.check(); a core.so built for the other Lua is an error that says so.
+-- The sentence for a core.so that is nowhere on package.cpath, instead of the list of every
+-- place searched.
+local function not_found(err)
+  if not err:find("module 'cprof.core' not found", 1, true) then return nil end
+  return ("cprof: the C module cprof.core is not on %s or Lua's default paths: install cprof"
+    .. " (make install, which says what to set) or, in a checkout, build it (make%s) and run"
+    .. " `eval \"$(make -s env)\"`"):format(jit_table() and "LUA_CPATH" or "LUA_CPATH_5_4 (or LUA_CPATH)",
+    jit_table() and " LUA=luajit" or "")
+end
+
+--- cprof.core, after M.check(); a core.so built for the other Lua, or none on the path, is an
+--- error that says so.
 function M.core()
   M.check()
   local ok, core = pcall(require, "cprof.core")
   if ok then return core end
-  error(wrong_build(tostring(core)) or core, 0)
+  core = tostring(core)
+  error(wrong_build(core) or not_found(core) or core, 0)
 end
 
 return M
