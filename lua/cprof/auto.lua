@@ -10,6 +10,16 @@
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 --- CPROF_LINES: 1 records line events too (hits and time per source line: cprof-stats --lines).
 
+-- Under a Lua cprof is not built for, or with the build for the other Lua on the C path: one
+-- sentence and exit status 1, before the script runs (not an interpreter's traceback).
+do
+  local ok, err = pcall(require("cprof.version").core)
+  if not ok then
+    io.stderr:write("cprof.auto: ", (tostring(err):gsub("^cprof: ", "")), "\n")
+    os.exit(1)
+  end
+end
+
 -- CPROF_MEMORY=1: cprof's allocator (cprof.memory, docs/MEMORY.md) for the whole program,
 -- installed first, before anything else here or in the script allocates.
 if os.getenv("CPROF_MEMORY") == "1" then
@@ -18,7 +28,7 @@ if os.getenv("CPROF_MEMORY") == "1" then
 end
 
 local cprof = require "cprof"
-local core = require "cprof.core"
+local core = require("cprof.version").core()
 local report = require "cprof.report"
 
 -- CPROF_TIMER names the timer; one that cannot be had is reported and the default is used.

@@ -15,7 +15,7 @@ local pcall, error, type, tostring = pcall, error, type, tostring
 
 -- cprof.core, or nil and why it cannot be loaded.
 local function core()
-  local ok, c = pcall(require, "cprof.core")
+  local ok, c = pcall(require("cprof.version").core)
   if ok and type(c) == "table" then return c end
   return nil, tostring(c)
 end

@@ -8,10 +8,11 @@
 -- The Profile object and its hot path are C (cprof.core); this file adds what Python's
 -- profile.Profile adds on top of the C profiler: run, runctx and printing.
 
-local core = require "cprof.core"
+local version = require "cprof.version"
+local core = version.core()
 local report = require "cprof.report"
 
-local cprof = { _VERSION = "cprof scm" }
+local cprof = { _VERSION = "cprof " .. version.VERSION }
 
 --- cprof.memory: cprof's allocator, its statistics and memory reports (docs/MEMORY.md).
 cprof.memory = require "cprof.memory"
@@ -132,6 +133,7 @@ function methods:dump_data()
   meta.command = cprof.command_line()
   meta.pid = process_id()
   meta.host = host_name()
+  meta.cprof_version = version.VERSION
   if cprof.memory.installed() then profdata.set_allocator(d, cprof.memory.stats()) end
   return d
 end

@@ -15,7 +15,7 @@
 ---
 --- Under LuaJIT install() raises an error (see docs/MEMORY.md); the module still loads.
 
-local core = require "cprof.core"
+local core = require("cprof.version").core()
 local allocator = require "cprof.report.allocator"
 local C = core.memory
 

@@ -158,6 +158,7 @@ function Stats.new(...)
     total_calls = 0, prim_calls = 0, total_tt = 0, max_name_len = 0,
     top_level = {},
     timer = nil, unit = nil,
+    line_unit = nil,     -- print_lines' unit (seconds); nil: the timer's
     stream = opts.stream or io.stdout,
   }, Stats)
   self:load_stats(args[1])
@@ -313,7 +314,8 @@ end
 
 --- print_lines(...restrictions): for each function with line records, its source lines with
 --- hits, time, time per hit and share of the function's time, as line_profiler prints them
---- (Time in units of the timer, given on the "Timer unit:" line).  The functions are those
+--- (Time in units of the timer, or of st.line_unit seconds when set: the "Timer unit:" line
+--- gives it).  The functions are those
 --- print_stats(...) would print, in the same order.  Returns self.
 function Stats:print_lines(...)
   return print_report(self, lines_report.print_lines, ...)

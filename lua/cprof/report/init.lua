@@ -37,10 +37,12 @@ local VIEWS = { stats = "print_stats", callers = "print_callers", callees = "pri
 local WHOLE = { allocator = true }
 
 --- report.prepare(st, opts): what report.show does before printing: opts.stream, opts.strip_dirs,
---- opts.sort (default cumulative; false for insertion order) and opts.reverse.  Returns st.
+--- opts.sort (default cumulative; false for insertion order), opts.reverse and opts.line_unit
+--- (st.line_unit: the seconds per unit of print_lines' Time columns).  Returns st.
 function report.prepare(st, opts)
   opts = opts or {}
   if opts.stream then st.stream = opts.stream end
+  if opts.line_unit then st.line_unit = opts.line_unit end
   if opts.strip_dirs then st:strip_dirs() end
   local sort = opts.sort
   if sort == nil then sort = "cumulative" end
@@ -60,6 +62,12 @@ end
 function report.show(st, opts)
   opts = opts or {}
   report.prepare(st, opts)
+  return report.print_views(st, opts)
+end
+
+--- report.print_views(st, opts): what report.show does after report.prepare: prints opts.views
+--- with the restrictions opts.limit.  Returns st.
+function report.print_views(st, opts)
   for _, view in ipairs(opts.views or { "stats" }) do
     local method = VIEWS[view]
     if not method then

@@ -58,6 +58,12 @@ local function print_head(st, out)
   end
   out(s .. "in " .. pyfmt.g("%.3f", st.total_tt) .. " seconds\n")
   out("\n")
+  -- cprof turns LuaJIT's compiler off while it profiles, or compiled code would call no hook
+  local lua = type(st.meta) == "table" and st.meta.lua_version
+  if type(lua) == "string" and lua:find("^LuaJIT") then
+    out("   cprof: profiled on " .. lua .. " with the JIT compiler off: the times are those of"
+      .. " the interpreter\n\n")
+  end
 end
 
 -- What the numbers lack, from the profile's meta (pstats has no such lines: they appear only
