@@ -152,8 +152,8 @@ local function has_memory(g)
   return type(g) == "table" and type(g.alloc_count) == "table"
 end
 
--- Memory per frame: the frames' own columns when they have them (data made from a Stats), else
--- the sum of the frame's tree nodes.  nil when d has no memory.
+--- Memory per frame: the frames' own columns when they have them (data made from a Stats), else
+--- the sum of the frame's tree nodes.  nil when d has no memory.
 local function frame_memory(frames, nodes)
   local per = {}
   if has_memory(frames) then
@@ -168,6 +168,7 @@ local function frame_memory(frames, nodes)
   end
   return per
 end
+M.frame_memory = frame_memory
 
 ---------------------------------------------------------------------------
 -- to_stats
