@@ -217,7 +217,12 @@ function M.getstats(st, data)
     M.put(st, keys[i], { cc, nc, tt, ct, callers }, what, lastline)
     M.put_extra(st, keys[i], entry_lines(e, where), entry_memory(e, where))
   end
-  add_meta(st, data.meta)
+  local meta = data.meta
+  -- A profile's getstats() has no meta: what a report must warn of is in the table itself.
+  if meta == nil and type(data.timer_errors) == "number" then
+    meta = { timer_errors = data.timer_errors }
+  end
+  add_meta(st, meta)
 end
 
 ---------------------------------------------------------------------------

@@ -254,11 +254,11 @@ end
 ---------------------------------------------------------------------------
 
 local SUMMED_META = { total_time = true, tree_folded = true, dropped = true,
-                      bias_clamped = true, memory_lost = true }
+                      bias_clamped = true, memory_lost = true, timer_errors = true }
 
---- The meta of the sum of two profiles: total_time, tree_folded, dropped, bias_clamped and
---- memory_lost are summed, the rest comes from `a` (from `b` where `a` has nothing), and
---- `merged` counts the profiles.
+--- The meta of the sum of two profiles: total_time, tree_folded, dropped, bias_clamped,
+--- memory_lost and timer_errors are summed, the rest comes from `a` (from `b` where `a` has
+--- nothing), and `merged` counts the profiles.
 function M.merge_meta(a, b)
   a, b = a or {}, b or {}
   local m = {}
