@@ -18,6 +18,7 @@ local profdata = require "cprof.profdata"
 local bias = require "cprof.bias"
 local dump = require "cprof.dump"
 local marshal = require "cprof.pstats.marshal"
+local args = require "cprof.args"
 
 local M = {}
 
@@ -275,6 +276,7 @@ end
 --- "\x89CPROF\r\n"), "pstats" (a Python marshal dict: '{', with or without the FLAG_REF
 --- bit), or nil when it is neither or cannot be read.
 function M.file_kind(path)
+  args.check(type(path) == "string", path, 1, "file_kind", "file name")
   local f = io.open(path, "rb")
   if not f then return nil end
   local ok, head = pcall(f.read, f, 8)
@@ -288,6 +290,7 @@ end
 --- The `files` line of a dump: "<ctime(mtime)>    <path>", as pstats writes it, or the path
 --- alone when the modification time cannot be read (as pstats does when os.stat fails).
 function M.file_line(path)
+  args.check(type(path) == "string", path, 1, "file_line", "file name")
   local mt = dump.mtime(path)
   if mt then return pyfmt.ctime(mt) .. "    " .. path end
   return path

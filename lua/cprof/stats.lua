@@ -70,9 +70,11 @@ end
 
 -- What Stats.new and add take, for messages.
 local SOURCES = "a profile, a getstats() or data table, a dump or pstats file name, or a Stats"
+M.SOURCES = SOURCES
 
--- The kind of source `data` is (see load_stats), or nil.  An object's getstats is looked up
--- under pcall: a hostile __index cannot stop the check.
+--- The kind of source `data` is ("none", "stats", "file", "getstats", "data", "profile": see
+--- load_stats), or nil.  An object's getstats is looked up under pcall: a hostile __index
+--- cannot stop the check.
 local function source_kind(data)
   if data == nil then return "none" end
   if getmetatable(data) == Stats then return "stats" end
@@ -83,6 +85,8 @@ local function source_kind(data)
   if ok and getstats ~= nil then return "profile" end
   return nil
 end
+
+M.source_kind = source_kind
 
 -- Checks source argument #n of `fname`, at the line that called it.
 local function check_source(data, n, fname)

@@ -30,26 +30,36 @@ static void program_hook(lua_State *L, lua_State *T, lua_Hook *h, int *mask, int
   }
 }
 
-/* Our thread without a hook. Under LuaJIT the hook is global: clearing it here clears it for
-   every thread, and the caller puts the right one back. */
+/* A hook as lua_sethook takes it. */
+typedef struct Hook {
+  lua_Hook f;
+  int mask, count;
+} Hook;
+
+static Hook hook_of(lua_State *T) {
+  Hook h = {lua_gethook(T), lua_gethookmask(T), lua_gethookcount(T)};
+  return h;
+}
+
+/* Our thread without a hook (it inherited its creator's). Under LuaJIT the hook is global: the
+   callers set it for the time of the call. */
 static lua_State *quiet_thread(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &QUIET_KEY);
   lua_State *Q = lua_tothread(L, -1);
   lua_pop(L, 1);
   if (!Q) {
     Q = lua_newthread(L);
+    if (COMPAT_PER_THREAD_HOOKS) lua_sethook(Q, NULL, 0, 0);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &QUIET_KEY);
   }
-  lua_sethook(Q, NULL, 0, 0);
   return Q;
 }
 
 /* Calls the debug library's function (upvalue 1) on the quiet thread with the thread it is
    about (T: L's argument 1 when `first` is 2, else L itself) and the arguments of L from
-   `first` on; moves its results to L. Returns their number, or raises its
-   error once `restore` (0: none) has put T's hook back. */
-static int call_quietly(lua_State *L, lua_State *T, int first, const lua_Hook *restore, int mask,
-                        int count) {
+   `first` on; moves its results to L and returns their number. Its error is raised once T's
+   hook is `restore` again. */
+static int call_quietly(lua_State *L, lua_State *T, int first, Hook restore) {
   int n = lua_gettop(L) - first + 1;
   lua_State *Q = quiet_thread(L);
   if (!lua_checkstack(Q, n + 2)) return luaL_error(L, "stack overflow");
@@ -60,10 +70,14 @@ static int call_quietly(lua_State *L, lua_State *T, int first, const lua_Hook *r
   lua_xmove(L, Q, n + 2);
   int err = lua_pcall(Q, n + 1, LUA_MULTRET, 0);
   int nres = lua_gettop(Q);
-  luaL_checkstack(L, nres, NULL);
+  if (!lua_checkstack(L, nres)) {
+    lua_settop(Q, 0);
+    lua_sethook(T, restore.f, restore.mask, restore.count);
+    return luaL_error(L, "stack overflow");
+  }
   lua_xmove(Q, L, nres);
   if (err) {
-    if (restore) lua_sethook(T, *restore, mask, count);
+    lua_sethook(T, restore.f, restore.mask, restore.count);
     return lua_error(L);
   }
   return nres;
@@ -101,10 +115,10 @@ static int l_sethook(lua_State *L) {
     luaL_optinteger(L, first + 2, 0);
   }
   int ours = hook_installed(T);
-  lua_Hook before = lua_gethook(T);
-  int mask = lua_gethookmask(T), count = lua_gethookcount(T);
-  int nres = call_quietly(L, T, first, &before, mask, count);
-  lua_pop(L, nres);
+  Hook before = hook_of(T);
+  /* The hook being replaced sees nothing of the call (a global hook would see it on Q). */
+  if (!COMPAT_PER_THREAD_HOOKS) lua_sethook(T, NULL, 0, 0);
+  lua_pop(L, call_quietly(L, T, first, before));
   Profiler *P = ours ? hook_profiler(L) : NULL;
   if (P) {
     if (first == 2) lua_pushvalue(L, 1);
@@ -125,28 +139,25 @@ static const char *mask_text(int mask, char buf[4]) {
   return buf;
 }
 
-/* debug.gethook: answers with the program's own hook while ours is installed. */
+/* debug.gethook: the debug library answers about the program's own hook, put back on T for
+   the time of the call when ours is installed. */
 static int l_gethook(lua_State *L) {
   int first;
   lua_State *T = target(L, &first);
-  if (!hook_installed(T)) return call_quietly(L, T, first, NULL, 0, 0);
-  lua_Hook ours = lua_gethook(T);
-  int ourmask = lua_gethookmask(T), ourcount = lua_gethookcount(T);
-  lua_Hook h;
-  int mask, count;
-  program_hook(L, T, &h, &mask, &count);
-  /* Where the hook is global, the program's hook cannot be put back even for the time of the
-     call without seeing it: it is put back with a count mask that cannot fire in a C function,
-     and the debug library's mask and count are replaced by the program's. */
-  if (COMPAT_PER_THREAD_HOOKS || !h) lua_sethook(T, h, mask, count);
-  else lua_sethook(T, h, LUA_MASKCOUNT, INT_MAX);
-  int nres = call_quietly(L, T, first, &ours, ourmask, ourcount);
-  lua_sethook(T, ours, ourmask, ourcount);
-  if (!COMPAT_PER_THREAD_HOOKS && h && nres == 3) {
+  Hook now = hook_of(T), prog = now;
+  if (now.f == hook_event) program_hook(L, T, &prog.f, &prog.mask, &prog.count);
+  /* Where the hook is global, the program's hook would see the call: it is put back with a
+     count mask that cannot fire in a C function, and the debug library's mask and count are
+     replaced by the program's. */
+  if (COMPAT_PER_THREAD_HOOKS || !prog.f) lua_sethook(T, prog.f, prog.mask, prog.count);
+  else lua_sethook(T, prog.f, LUA_MASKCOUNT, INT_MAX);
+  int nres = call_quietly(L, T, first, now);
+  lua_sethook(T, now.f, now.mask, now.count);
+  if (!COMPAT_PER_THREAD_HOOKS && prog.f && nres == 3) {
     char buf[4];
-    lua_pushstring(L, mask_text(mask, buf));
+    lua_pushstring(L, mask_text(prog.mask, buf));
     lua_replace(L, -3);
-    lua_pushinteger(L, count);
+    lua_pushinteger(L, prog.count);
     lua_replace(L, -2);
   }
   return nres;

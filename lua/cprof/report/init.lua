@@ -102,6 +102,7 @@ function report.show(st, opts)
 end
 
 function report.print(stats_table, opts)
+  args.check(stats.source_kind(stats_table) ~= nil, stats_table, 1, "print", stats.SOURCES)
   opts = check_opts(opts, "print")
   local st = stats.new(stats_table, { stream = opts.stream })
   return report.show(st, opts)
