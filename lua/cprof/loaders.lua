@@ -219,9 +219,13 @@ function M.getstats(st, data)
     M.put_extra(st, keys[i], entry_lines(e, where), entry_memory(e, where))
   end
   local meta = data.meta
-  -- A profile's getstats() has no meta: what a report must warn of is in the table itself.
-  if meta == nil and type(data.timer_errors) == "number" then
-    meta = { timer_errors = data.timer_errors }
+  -- A profile's getstats() has the timer's failed readings outside its meta.
+  if type(data.timer_errors) == "number" and (type(meta) ~= "table" or meta.timer_errors == nil) then
+    local m = { timer_errors = data.timer_errors }
+    if type(meta) == "table" then
+      for k, v in pairs(meta) do m[k] = v end
+    end
+    meta = m
   end
   add_meta(st, meta)
 end
