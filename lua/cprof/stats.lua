@@ -44,8 +44,8 @@ Stats.__index = Stats
 M.Stats = Stats
 args.name_objects(Stats, "Stats")
 
-local type, pairs, ipairs, tostring, select, error, pcall, setmetatable, getmetatable, rawget =
-  type, pairs, ipairs, tostring, select, error, pcall, setmetatable, getmetatable, rawget
+local type, pairs, ipairs, select, error, pcall, setmetatable, getmetatable, rawget =
+  type, pairs, ipairs, select, error, pcall, setmetatable, getmetatable, rawget
 local next, floor, concat, rawequal = next, math.floor, table.concat, rawequal
 local unpack = table.unpack or unpack
 local func_std_string = funckey.func_std_string
@@ -73,14 +73,14 @@ local SOURCES = "a profile, a getstats() or data table, a dump or pstats file na
 M.SOURCES = SOURCES
 
 --- The kind of source `data` is ("none", "stats", "file", "getstats", "data", "profile": see
---- load_stats), or nil.  An object's getstats is looked up under pcall: a hostile __index
---- cannot stop the check.
+--- load_stats), or nil.  Tables are read raw and an object's getstats is looked up under
+--- pcall: a hostile __index cannot stop the check.
 local function source_kind(data)
   if data == nil then return "none" end
   if getmetatable(data) == Stats then return "stats" end
   if type(data) == "string" then return "file" end
-  if type(data) == "table" and data.entries ~= nil then return "getstats" end
-  if type(data) == "table" and data.frames ~= nil then return "data" end
+  if type(data) == "table" and rawget(data, "entries") ~= nil then return "getstats" end
+  if type(data) == "table" and rawget(data, "frames") ~= nil then return "data" end
   local ok, getstats = pcall(function() return data.getstats end)
   if ok and getstats ~= nil then return "profile" end
   return nil

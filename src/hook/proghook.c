@@ -41,8 +41,8 @@ static Hook hook_of(lua_State *T) {
   return h;
 }
 
-/* Our thread without a hook (it inherited its creator's). Under LuaJIT the hook is global: the
-   callers set it for the time of the call. */
+/* Our thread without a hook (cleared once: a new thread inherits its creator's). Under LuaJIT
+   the hook is global: the callers set it for the time of the call. */
 static lua_State *quiet_thread(lua_State *L) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &QUIET_KEY);
   lua_State *Q = lua_tothread(L, -1);
