@@ -18,6 +18,7 @@ local profdata = require "cprof.profdata"
 local bias = require "cprof.bias"
 local dump = require "cprof.dump"
 local marshal = require "cprof.pstats.marshal"
+local args = require "cprof.args"
 
 local M = {}
 
@@ -217,7 +218,16 @@ function M.getstats(st, data)
     M.put(st, keys[i], { cc, nc, tt, ct, callers }, what, lastline)
     M.put_extra(st, keys[i], entry_lines(e, where), entry_memory(e, where))
   end
-  add_meta(st, data.meta)
+  local meta = data.meta
+  -- A profile's getstats() has the timer's failed readings outside its meta.
+  if type(data.timer_errors) == "number" and (type(meta) ~= "table" or meta.timer_errors == nil) then
+    local m = { timer_errors = data.timer_errors }
+    if type(meta) == "table" then
+      for k, v in pairs(meta) do m[k] = v end
+    end
+    meta = m
+  end
+  add_meta(st, meta)
 end
 
 ---------------------------------------------------------------------------
@@ -270,6 +280,7 @@ end
 --- "\x89CPROF\r\n"), "pstats" (a Python marshal dict: '{', with or without the FLAG_REF
 --- bit), or nil when it is neither or cannot be read.
 function M.file_kind(path)
+  args.check(type(path) == "string", path, 1, "file_kind", "file name")
   local f = io.open(path, "rb")
   if not f then return nil end
   local ok, head = pcall(f.read, f, 8)
@@ -283,6 +294,7 @@ end
 --- The `files` line of a dump: "<ctime(mtime)>    <path>", as pstats writes it, or the path
 --- alone when the modification time cannot be read (as pstats does when os.stat fails).
 function M.file_line(path)
+  args.check(type(path) == "string", path, 1, "file_line", "file name")
   local mt = dump.mtime(path)
   if mt then return pyfmt.ctime(mt) .. "    " .. path end
   return path
