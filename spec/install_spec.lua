@@ -101,8 +101,8 @@ describe("an interpreter cprof is not built for (issue 13, point 1)", function()
     local dir = S.new_dir()
     S.write_file(dir .. "/p.lua", "local function f() return 1 end\nf()\n")
     local out, err, status = S.capture(("env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u LD_PRELOAD bash -c %s </dev/null")
-      :format(q(('eval "$(make -s -C %s env)" && cd %s && CPROF_OUT=j.prof luajit -l cprof.auto p.lua'
-        .. ' && CPROF_OUT=l.prof lua5.4 -l cprof.auto p.lua && cprof-stats j.prof l.prof f')
+      :format(q(('eval "$(make -s -C %s env)" && cd %s && CPROF_OUT=j.prof CPROF_REPORT=1 luajit -l cprof.auto p.lua'
+        .. ' && CPROF_OUT=l.prof CPROF_REPORT=1 lua5.4 -l cprof.auto p.lua && cprof-stats j.prof l.prof f')
         :format(q(ROOT), q(dir)))))
     S.remove_dir(dir)
     assert.are.equal(0, status, err)
