@@ -288,7 +288,7 @@ exports_work() {
   printf 'local function f(n) if n < 2 then return n end return f(n - 1) + f(n - 2) end\nprint(f(12))\n' \
     > "$work/elsewhere/fib.lua"
   runs "$label: $interp -l cprof.auto with only the printed exports" "(f)" bash --noprofile --norc -c \
-    "$exports; cd elsewhere && CPROF_OUT=out.prof $interp -l cprof.auto fib.lua"
+    "$exports; cd elsewhere && CPROF_OUT=out.prof CPROF_REPORT=1 $interp -l cprof.auto fib.lua"
   runs "$label: cprof-stats with only the printed exports" "List reduced from" bash --noprofile --norc -c \
     "$exports; cd elsewhere && cprof-stats out.prof --limit 1"
   runs "$label: man cprof-stats with only the printed exports" "cprof-stats - print the report" \
