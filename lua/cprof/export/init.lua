@@ -168,6 +168,7 @@ end
 -- Runs write(sink) into the file `path`: a temporary file next to it, renamed over it when
 -- everything was written, removed on any error (no half-written file is ever left).
 local function to_file(path, binary, write)
+  if path == "" then fail("the output file name is empty") end
   local tmp = path .. ".cprof-tmp"
   local f, err = io.open(tmp, binary and "wb" or "w")
   if not f then error("cprof: " .. tostring(err), 0) end
@@ -205,17 +206,22 @@ function M.export(format, source, out, opts)
   local m = M.model(source)
   local base = opts.base ~= nil and M.model(opts.base) or nil
   local result
-  local function run(sink)
+  M.output(out, mod.binary, function(sink)
     result = mod.write(m, sink, opts, weight, base)
-  end
+  end)
+  return result
+end
+
+--- export.output(out, binary, write): calls write(sink), sink a function taking strings, with
+--- what it is given going to `out`: a file name (written whole or not at all) or a stream.
+function M.output(out, binary, write)
   if type(out) == "string" then
-    to_file(out, mod.binary, run)
+    to_file(out, binary, write)
   elseif out ~= nil and (type(out) == "table" or type(out) == "userdata") then
-    run(stream_sink(out, "output"))
+    write(stream_sink(out, "output"))
   else
     fail("the output must be a file name or a stream with :write, not %s", tostring(out))
   end
-  return result
 end
 
 return M
