@@ -615,6 +615,7 @@ function Stats:_load_data(d)
   local ok, applied = pcall(bias_mod.apply, d)
   -- Malformed data: cprof.data.to_stats says what is wrong with it.
   self:_load_getstats(data_mod.to_stats(ok and applied or d))
+  if self.trees then self.trees[#self.trees + 1] = ok and applied or d end
   if self.allocator == nil then self.allocator = data_mod.allocator(d) end
 end
 
@@ -627,6 +628,8 @@ function Stats:_load_stats(other)
     self:_put_extra(key, other.lines[key], other.mem[key])
   end
   if other.memory then self.memory = true end
+  if not other.trees then self.trees = false end
+  for _, t in ipairs(self.trees and other.trees or {}) do self.trees[#self.trees + 1] = t end
   if self.allocator == nil then self.allocator = other.allocator end
   for _, f in ipairs(other.files) do self.files[#self.files + 1] = f end
   self.timer, self.unit = other.timer, other.unit
@@ -688,6 +691,7 @@ end
 function Stats:_load_file(path)
   if M.file_kind(path) == "pstats" then
     self:_load_marshal(require("cprof.marshal").load_stats(path))
+    self.trees = false
   else
     local ok, d = pcall(require("cprof.core").read_dump, path)
     if not ok then error(d, 0) end
@@ -710,6 +714,7 @@ function Stats:load_stats(data)
   end
   if type(data) == "table" and data.entries ~= nil then
     self:_load_getstats(data)
+    self.trees = false
     return self
   end
   if type(data) == "table" and data.frames ~= nil then
@@ -723,6 +728,7 @@ function Stats:load_stats(data)
       error("cprof.stats: getstats() did not return a table", 0)
     end
     self:_load_getstats(st)
+    self.trees = false
     return self
   end
   error(sformat("cprof.stats: cannot create a Stats object from %s (expected a getstats() table,"
@@ -783,6 +789,7 @@ function Stats.new(...)
     allocator = nil,     -- the allocator snapshot of the first source that has one
     meta = nil,          -- the dump's meta (data tables and files), summed over sources
     files = {},          -- "<ctime>    <path>" lines (Stats loaded from files)
+    trees = {},          -- the sources' data tables, for cprof.export; false: one had no tree
     fcn_list = false,    -- sorted keys, or false for "Random listing order"
     sort_type = "",
     all_callees = nil,   -- computed lazily by the callees report
@@ -1512,6 +1519,11 @@ function Stats:dump_stats(path)
   local ok, err = pcall(require("cprof.core").write_dump, path, data_mod.from_stats(self))
   if not ok then error(err, 0) end
   return self
+end
+
+--- export(format, file_or_stream [, opts]): the profile written for other tools (cprof.export).
+function Stats:export(format, out, opts)
+  return require("cprof.export").export(format, self, out, opts)
 end
 
 ---------------------------------------------------------------------------

@@ -83,7 +83,9 @@ local function one(source)
   if type(source) == "table" then
     local stats = require("cprof.stats")
     if getmetatable(source) == stats.Stats then
-      return data_mod.from_stats(source), "a Stats object"
+      -- The call trees of its sources when they all had one (Stats.trees), else its functions.
+      if source.trees and #source.trees > 0 then return M.data(source.trees) end
+      return data_mod.from_stats(source), "it is a Stats object whose sources had no call tree"
     end
     if source.frames ~= nil then
       local d = bias_mod.apply(source)
@@ -94,7 +96,7 @@ local function one(source)
       return d, nil
     end
     if source.entries ~= nil then
-      return data_mod.from_stats(source), "a getstats() table"
+      return data_mod.from_stats(source), "it is a getstats() table"
     end
   end
   fail("cannot export %s (a Profile, a Stats, profile data, a getstats() table, a file name,"

@@ -98,12 +98,13 @@ function Model:has_tree()
   return self.n > 0
 end
 
---- Raises the error every format that needs the call tree gives for a profile without one.
+--- Raises the error every format that needs the call tree gives for a profile without one
+--- (m.no_tree, set by cprof.export.model, says which source had none).
 function Model:need_tree(format)
   if self.n == 0 then
-    fail("%s needs the call tree, and this profile has none (a Python pstats file, a Stats"
-      .. " object, or a getstats() table hold functions and callers only): export a cprof dump,"
-      .. " a Profile or cprof.load's data instead", format)
+    fail("%s needs the call tree, and this profile has none (%s): pstats and callgrind need only"
+      .. " functions and callers; for the others, export a cprof dump, a Profile or"
+      .. " cprof.load's data", format, self.no_tree or "it has no nodes")
   end
 end
 
