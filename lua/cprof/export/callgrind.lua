@@ -150,9 +150,20 @@ function M.write(m, sink, opts, weight)
   end
   local cost_line = {}
   local function costs_at(line, tables, index)
+    if nev == 1 then return sformat("%d %d\n", line, tables[1][index]) end
     cost_line[1] = sformat("%d", line)
     for i = 1, nev do cost_line[i + 1] = sformat("%d", tables[i][index]) end
     return concat(cost_line, " ", 1, nev + 1) .. "\n"
+  end
+  -- "cfl=...\ncfn=...\ncalls=" of a callee, fixed once both of its names were written.
+  local callee_head = {}
+  local function callee(g)
+    local h = callee_head[g]
+    if h then return h end
+    local fl, fn = file_of(g), fn_of(g)
+    h = "cfl=" .. fl .. "\ncfn=" .. fn .. "\ncalls="
+    if not fl:find(" ", 1, true) and not fn:find(" ", 1, true) then callee_head[g] = h end
+    return h
   end
 
   local blocks = 0
@@ -168,8 +179,7 @@ function M.write(m, sink, opts, weight)
       for j = out_first[f], out_first[f + 1] - 1 do
         local e = out_edges[j]
         local g = E.callee[e]
-        w.put("cfl=" .. file_of(g) .. "\ncfn=" .. fn_of(g) .. "\n"
-          .. sformat("calls=%d %d\n", E.ncalls[e], line_of(g)) .. costs_at(line, ecost, e))
+        w.put(callee(g) .. sformat("%d %d\n", E.ncalls[e], line_of(g)) .. costs_at(line, ecost, e))
       end
     end
   end

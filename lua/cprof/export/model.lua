@@ -181,29 +181,32 @@ function Model:name(f)
   if not names then
     names = {}
     local F = self.F
-    local function spread(candidate)
-      local count = {}
-      for i = 1, F.n do
-        local c = names[i] or candidate(i)
-        count[c] = (count[c] or 0) + 1
-      end
-      return count
+    local count, pending = {}, {}
+    for i = 1, F.n do
+      local c = tostring(F.name[i])
+      count[c] = (count[c] or 0) + 1
     end
-    local plain = function(i) return tostring(F.name[i]) end
+    for i = 1, F.n do
+      local c = tostring(F.name[i])
+      if count[c] == 1 or F.kind[i] == "C" then names[i] = c else pending[#pending + 1] = i end
+    end
     local with_line = function(i) return sformat("%s:%s", tostring(F.name[i]), tostring(F.line[i])) end
     local with_file = function(i)
       return sformat("%s %s:%s", tostring(F.name[i]), basename(F.file[i]), tostring(F.line[i]))
     end
-    for _, candidate in ipairs({ plain, with_line, with_file }) do
-      local count = spread(candidate)
-      for i = 1, F.n do
-        if not names[i] then
-          local c = candidate(i)
-          if count[c] == 1 or F.kind[i] == "C" then names[i] = c end
-        end
+    for _, candidate in ipairs({ with_line, with_file }) do
+      local cand, still = {}, {}
+      for _, i in ipairs(pending) do
+        local c = candidate(i)
+        cand[i] = c
+        count[c] = (count[c] or 0) + 1
       end
+      for _, i in ipairs(pending) do
+        if count[cand[i]] == 1 then names[i] = cand[i] else still[#still + 1] = i end
+      end
+      pending = still
     end
-    for i = 1, F.n do names[i] = names[i] or self:label(i) end
+    for _, i in ipairs(pending) do names[i] = self:label(i) end
     self.names = names
   end
   return names[f]

@@ -20,7 +20,7 @@ M.binary = true
 M.restricts = true
 
 local varint, gzip = binary.varint, binary.gzip
-local floor, concat, tostring, tonumber, ipairs = math.floor, table.concat, tostring, tonumber, ipairs
+local floor, tostring, tonumber, ipairs = math.floor, tostring, tonumber, ipairs
 
 -- Protobuf fields: a key (field number, wire type), then a varint or a length and bytes.
 local function key(field, wire) return varint(field * 8 + wire) end
@@ -66,9 +66,12 @@ function M.write(m, sink, opts, weight)
     return nstrings - 1
   end
 
-  local w = export.buffer(sink)
-  local gz = gzip(w.put)
-  local put = gz.write
+  -- Protobuf pieces gather into large strings before the gzip layer sees them (its CRC costs
+  -- per call), and the gzip blocks before the sink does.
+  local out = export.buffer(sink)
+  local gz = gzip(out.put)
+  local raw = export.buffer(gz.write)
+  local put = raw.put
 
   for _, t in ipairs(types) do put(bfield(1, vfield(1, str(t.type)) .. vfield(2, str(t.unit)))) end
 
@@ -84,29 +87,55 @@ function M.write(m, sink, opts, weight)
   for k = m.n, 1, -1 do
     if needed[k] and parent[k] > 0 then needed[parent[k]] = true end
   end
-  local used = {}
-  for k = 1, m.n do
-    if needed[k] then used[frame[k]] = true end
-  end
-
-  -- path[k]: node k's location ids, leaf first, as packed varints (parents come first).
-  local loc = {}
-  local path = { [0] = "" }
-  local vals, samples = {}, 0
+  -- Location (and function) ids by how many nodes have the function, most first: the ids that
+  -- fill the paths are then mostly one or two bytes long.
+  local uses, order = {}, {}
   for k = 1, m.n do
     if needed[k] then
       local f = frame[k]
-      local l = loc[f]
-      if not l then
-        l = varint(f)
-        loc[f] = l
+      if not uses[f] then
+        uses[f] = 0
+        order[#order + 1] = f
       end
-      local p = l .. path[parent[k]]
-      path[k] = p
+      uses[f] = uses[f] + 1
+    end
+  end
+  table.sort(order, function(a, b)
+    if uses[a] ~= uses[b] then return uses[a] > uses[b] end
+    return a < b
+  end)
+  local loc = {}
+  for i, f in ipairs(order) do
+
+    loc[f] = varint(i)
+  end
+
+  local lengths = {}
+  local function len(n)
+    local v = lengths[n]
+    if not v then
+      v = varint(n)
+      lengths[n] = v
+    end
+    return v
+  end
+  -- path[k]: node k's location ids, leaf first, as packed varints; kept only for nodes with
+  -- children (parents come first).  Every string made here costs: a sample is one concat.
+  local inner = {}
+  for k = 1, m.n do inner[parent[k]] = true end
+  local path = { [0] = "" }
+  local samples = 0
+  local v1, v2 = values[1], values[2]
+  for k = 1, m.n do
+    if needed[k] then
+      local l, up = loc[frame[k]], path[parent[k]]
+      if inner[k] then path[k] = l .. up end
       if sampled[k] then
-        for i = 1, ntypes do vals[i] = varint(values[i][k]) end
-        local body = bfield(1, p) .. bfield(2, concat(vals, "", 1, ntypes))
-        put("\18" .. varint(#body) .. body)
+        local a, b = varint(v1[k]), varint(v2[k])
+        for i = 3, ntypes do b = b .. varint(values[i][k]) end
+        local lp, lv = len(#l + #up), len(#a + #b)
+        put("\18" .. len(2 + #lp + #l + #up + #lv + #a + #b) .. "\10" .. lp .. l .. up .. "\18" .. lv
+          .. a .. b)
         samples = samples + 1
       end
     end
@@ -116,19 +145,15 @@ function M.write(m, sink, opts, weight)
   local command = tostring(m.meta.command or "")
   local program = command:match("^(%S+)") or "lua"
   put(bfield(3, vfield(1, 1) .. vfield(5, str(program)) .. vfield(7, 1)))
-  for f = 1, F.n do
-    if used[f] then
-      local line = F.kind[f] == "C" and 0 or F.line[f]
-      put(bfield(4, vfield(1, f) .. vfield(2, 1) .. bfield(4, vfield(1, f) .. vfield(2, line))))
-    end
+  for i, f in ipairs(order) do
+    local line = F.kind[f] == "C" and 0 or F.line[f]
+    put(bfield(4, vfield(1, i) .. vfield(2, 1) .. bfield(4, vfield(1, i) .. vfield(2, line))))
   end
-  for f = 1, F.n do
-    if used[f] then
-      local file = F.kind[f] == "C" and "[C]" or F.file[f]
-      local line = F.kind[f] == "C" and 0 or F.line[f]
-      put(bfield(5, vfield(1, f) .. vfield(2, str(m:name(f))) .. vfield(3, str(m:label(f)))
-        .. vfield(4, str(file)) .. vfield(5, line)))
-    end
+  for i, f in ipairs(order) do
+    local file = F.kind[f] == "C" and "[C]" or F.file[f]
+    local line = F.kind[f] == "C" and 0 or F.line[f]
+    put(bfield(5, vfield(1, i) .. vfield(2, str(m:name(f))) .. vfield(3, str(m:label(f)))
+      .. vfield(4, str(file)) .. vfield(5, line)))
   end
   local start = tonumber(m.meta.start_time) or 0
   local total = tonumber(m.meta.total_time) or 0
@@ -140,8 +165,9 @@ function M.write(m, sink, opts, weight)
   if command ~= "" then put(vfield(13, str("command: " .. command))) end
   put(vfield(14, str(weight)))
   for i = 1, nstrings do put(bfield(6, strings[i])) end
+  raw.flush()
   gz.close()
-  w.flush()
+  out.flush()
   return { format = "pprof", samples = samples }
 end
 
