@@ -157,6 +157,61 @@ function X.big(n, nframes, seed)
            nodes = columns(NODE_COLS, nodes) }
 end
 
+-- A program with recursion (fib), mutual recursion (even/odd), C functions and a coroutine.
+local function workload()
+  local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+  local odd
+  local function even(n)
+    if n == 0 then return true end
+    local r = odd(n - 1)
+    return r
+  end
+  function odd(n)
+    if n == 0 then return false end
+    local r = even(n - 1)
+    return r
+  end
+  local function gen()
+    for i = 1, 5 do coroutine.yield(string.rep("x", i)) end
+  end
+  local function work()
+    local parts = {}
+    for s in coroutine.wrap(gen) do parts[#parts + 1] = s end
+    return table.concat(parts) .. fib(12) .. tostring(even(9))
+  end
+  for _ = 1, 3 do work() end
+end
+
+--- Profiles the workload above with the counter timer (exact, reproducible numbers) and writes
+--- the dump to `path`; returns path.
+function X.live_dump(path)
+  local p = require("cprof").Profile({ timer = "counter" })
+  p:runcall(workload)
+  p:dump_stats(path)
+  return path
+end
+
+--- cprof's own numbers for `source` (anything cprof.stats reads): { [full name] = { ncalls,
+--- pcalls, tottime, cumtime } } and the total time.
+function X.report(source)
+  local stats = require("cprof.stats")
+  local st = stats.new(source)
+  local out, total = {}, 0
+  for _, key in ipairs(st.order) do
+    local r = st.stats[key]
+    out[stats.func_std_string(key)] = { ncalls = r[2], pcalls = r[1], tottime = r[3], cumtime = r[4],
+                                        name = key[3]:gsub("^<(.*)>$", "%1") }
+    total = total + r[3]
+  end
+  return out, total
+end
+
+--- Runs a reader's command line with nothing of the spec's process preloaded (make asan
+--- preloads the sanitizers, which node, chromium and go must not get); stdout, stderr, status.
+function X.run(cmd)
+  return S.capture("env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS " .. cmd)
+end
+
 --- What exporting `source` gives, as a string.
 function X.export(format, source, opts)
   local out = S.collector()
@@ -168,7 +223,7 @@ end
 -- Readers
 
 local function on_path(cmd)
-  local _, _, status = S.capture("command -v " .. S.q(cmd))
+  local _, _, status = S.capture("command -v " .. S.q(cmd) .. " >/dev/null")
   return status == 0
 end
 
@@ -191,7 +246,7 @@ end
 function X.browser(jobs)
   local file = S.tmpname(".json")
   S.write_file(file, cjson.encode(jobs))
-  local out, err, status = S.capture(("node %s %s %s"):format(S.q(S.SPEC_DIR .. "/readers/browser.js"),
+  local out, err, status = X.run(("node %s %s %s"):format(S.q(S.SPEC_DIR .. "/readers/browser.js"),
     S.q(S.absolute(X.READERS)), S.q(file)))
   os.remove(file)
   assert(status == 0, "the browser driver failed: " .. tostring(err))

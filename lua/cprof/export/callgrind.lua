@@ -15,14 +15,15 @@
 -- it), files by chunk name, C functions in "[C]".
 --
 -- Recursion (shared/reference/pstats/SPEC.md §7a): callgrind_annotate --inclusive=yes makes a
--- function's inclusive cost its self cost plus the costs of the calls it makes, so a
--- recursive call that carried its own inclusive cost would be counted twice.  With a call
--- tree, an edge's cost is the inclusive cost of the tree nodes it leads to: the engine folds a
--- recursive call into the node of the outer activation, so a call back into a function already
--- on the path carries no cost of its own (its cost is inside the outer call's), and every
--- inclusive cost comes out right under any recursion.  Without a tree (a pstats file) the edge
--- costs are cumtimes, with a function's calls of itself at 0: direct recursion is right, and
--- only mutual recursion is counted twice by callgrind_annotate (KCachegrind finds the cycle).
+-- function's inclusive cost its self cost plus the costs of the calls it makes.  An edge's
+-- time is its cumtime, the time of its outermost calls (pstats' per-edge number), so a call of
+-- a function by itself would count that function's time twice: those calls are written with
+-- their count and no cost (their time is inside the outer call's).  Then every function that
+-- is not part of a cycle of two or more functions (f -> g -> f) gets its cumtime as inclusive
+-- cost; in such a cycle callgrind_annotate adds the inner calls again (KCachegrind finds the
+-- cycle and does not).  Memory costs come from the call tree, where the engine folds a call
+-- back into a function on the path into that function's node: a call back into a function
+-- already on the path has no memory cost of its own.
 
 local M = {}
 
@@ -49,34 +50,33 @@ local function event_list(m, first)
   return list
 end
 
--- Self cost per frame and inclusive cost per edge for one weight: from the tree when there
--- is one, else from the frames and edges (time only).
+-- Self cost per frame and inclusive cost per edge for one weight: times from the frames and
+-- edges, memory (which edges do not have) from the call tree.
 local function costs(m, weight)
   local F, E = m.F, m.d.edges
   local fself, ecost = {}, {}
-  for f = 1, F.n do fself[f] = 0 end
-  for e = 1, E.n do ecost[e] = 0 end
-  if m:has_tree() then
-    local values = m:integers(weight)
-    local incl = m:inclusive(values)
-    local parent, frame = m.parent, m.frame
-    local sums = {}
-    for k = 1, m.n do
-      local f = frame[k]
-      fself[f] = fself[f] + values[k]
-      local p = parent[k]
-      if p > 0 then
-        local key = frame[p] * (F.n + 1) + f
-        sums[key] = (sums[key] or 0) + incl[k]
-      end
-    end
-    for e = 1, E.n do ecost[e] = sums[E.caller[e] * (F.n + 1) + E.callee[e]] or 0 end
-  else
+  if weight == "time" then
     for f = 1, F.n do fself[f] = floor(F.tottime[f] * 1e9 + 0.5) end
     for e = 1, E.n do
-      if E.caller[e] ~= E.callee[e] then ecost[e] = floor(E.cumtime[e] * 1e9 + 0.5) end
+      ecost[e] = E.caller[e] ~= E.callee[e] and floor(E.cumtime[e] * 1e9 + 0.5) or 0
+    end
+    return fself, ecost
+  end
+  for f = 1, F.n do fself[f] = 0 end
+  local values = m:integers(weight)
+  local incl = m:inclusive(values)
+  local parent, frame = m.parent, m.frame
+  local sums = {}
+  for k = 1, m.n do
+    local f = frame[k]
+    fself[f] = fself[f] + values[k]
+    local p = parent[k]
+    if p > 0 then
+      local key = frame[p] * (F.n + 1) + f
+      sums[key] = (sums[key] or 0) + incl[k]
     end
   end
+  for e = 1, E.n do ecost[e] = sums[E.caller[e] * (F.n + 1) + E.callee[e]] or 0 end
   return fself, ecost
 end
 
