@@ -253,12 +253,15 @@ function X.browser(jobs)
   return cjson.decode(out)
 end
 
---- Seconds from a time as speedscope and pprof print it: "60.00ms", "1.5s", "250us", "90µs".
+--- Seconds from a time as speedscope and pprof print it: "60.00ms", "1.5s", "250us", "90µs",
+--- "46:27" (minutes and seconds), or a plain number "60,000,000" (no unit: as it is).
 function X.seconds(text)
-  local num, unit = text:match("^([%d.,]+)%s*(%a*µ?%a*)")
+  local m, sec = text:match("^(%d+):(%d%d)")
+  if m then return tonumber(m) * 60 + tonumber(sec) end
+  local num, unit = text:match("^([%d.,]+)(%S*)")
   assert(num, "not a time: " .. text)
   num = tonumber((num:gsub(",", "")))
-  local scale = { s = 1, ms = 1e-3, us = 1e-6, ["µs"] = 1e-6, ns = 1e-9, [""] = 1 }
+  local scale = { s = 1, ms = 1e-3, us = 1e-6, ["\194\181s"] = 1e-6, ns = 1e-9, [""] = 1 }
   return num * assert(scale[unit], "unknown unit in " .. text)
 end
 

@@ -15,7 +15,7 @@
 // without a sandbox (we are root), with a fresh profile directory, and without any network.
 'use strict';
 const fs = require('fs'), path = require('path'), os = require('os');
-const readers = process.argv[2], jobs = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
+const readers = path.resolve(process.argv[2]), jobs = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
 const { chromium } = require(path.join(readers, 'node_modules', 'playwright-core'));
 const speedscope = path.join(readers, 'node_modules', 'speedscope', 'dist', 'release', 'index.html');
 

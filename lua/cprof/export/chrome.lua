@@ -8,7 +8,8 @@
 -- process is named "cprof: aggregated call tree (not a trace)", and otherData.cprof explains
 -- the layout.  Coroutines (cprof.export.model's threads) get their own tid and a thread_name;
 -- a coroutine's body starts where the coroutine.resume that runs it starts.  ts and dur are
--- microseconds; args hold the function's file, line, calls and self time.
+-- microseconds; args hold the function's file and line only, so that viewers that tell
+-- functions apart by name and args (speedscope) see one function where cprof sees one.
 
 local M = {}
 
@@ -33,7 +34,7 @@ function M.write(m, sink, opts)
   local kids = m:children(incl)
   local first, child = kids.first, kids.child
   local thread, names = m:threads()
-  local F, N, frame = m.F, m.N, m.frame
+  local F, frame = m.F, m.frame
 
   local start = { [0] = 0 }
   for p = 0, m.n do
@@ -49,9 +50,9 @@ function M.write(m, sink, opts)
   for f = 1, F.n do
     local kind = F.kind[f]
     local args = kind == "C" and "" or
-      ('"file":' .. encode(tostring(F.file[f])) .. sformat(',"line":%d,', F.line[f]))
+      (',"args":{"file":' .. encode(tostring(F.file[f])) .. sformat(',"line":%d}', F.line[f]))
     head[f] = '{"name":' .. encode(m:name(f)) .. ',"cat":"' .. (kind == "C" and "C" or
-      kind == "main" and "main" or "Lua") .. '","ph":"X","pid":1,"args":{' .. args
+      kind == "main" and "main" or "Lua") .. '","ph":"X","pid":1' .. args
   end
 
   local w = export.buffer(sink)
@@ -67,9 +68,8 @@ function M.write(m, sink, opts)
   for k = 1, m.n do
     if incl[k] > 0 then
       events = events + 1
-      w.put("," .. head[frame[k]] .. sformat(
-        '"calls":%d,"self_us":%.3f},"tid":%d,"ts":%.3f,"dur":%.3f}',
-        N.ncalls[k], ns[k] / 1000, thread[k], start[k] / 1000, incl[k] / 1000))
+      w.put("," .. head[frame[k]] .. sformat(',"tid":%d,"ts":%.3f,"dur":%.3f}', thread[k],
+        start[k] / 1000, incl[k] / 1000))
     end
   end
   w.put('],"displayTimeUnit":"ms","otherData":{"exporter":"cprof","cprof":' .. encode(LAYOUT)
