@@ -106,7 +106,7 @@ function M.write(new, base, put, opts)
   put(sformat("  %d function calls in %.6f seconds, against %d in %.6f: %+d calls, %+.6f seconds (%s)\n",
     nc1, tt1, nc0, tt0, nc1 - nc0, tt1 - tt0, percent(tt1 - tt0, tt0)))
   put(sformat("  sorted by the change in %s, largest first; %d of %d functions shown\n\n",
-    SORTS[opts.sort or "tottime"], #rows, all))
+    SORTS[opts.sort or "tottime"] == "ncalls" and "calls" or SORTS[opts.sort or "tottime"], #rows, all))
   put("      ncalls      change     tottime      change        %     cumtime      change        %"
     .. "  function\n")
   local z = { ncalls = 0, tottime = 0, cumtime = 0 }

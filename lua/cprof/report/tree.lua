@@ -15,7 +15,8 @@
 --   min_percent  leave out the nodes under this share of the total, with their subtrees
 --                (default 0.5; 0 shows every node)
 --   patterns     only the call paths through a function matching one of these count (as in
---                cprof.export: the times are those of the matching paths)
+--                cprof.export: the times are those of the matching paths, their shares of
+--                the whole profile's time)
 --   memory       add the memory columns (inclusive allocated bytes, allocations, live bytes)
 --   title        the first line's name of the profile (the files)
 -- The last line says how many nodes were left out and why.
@@ -35,9 +36,10 @@ function M.write(m, put, opts)
   local min_percent = opts.min_percent or 0.5
   local max_depth = opts.depth
   local restricted = opts.patterns and #opts.patterns > 0
-  local self_t = m:restrict(m:weight("time"), opts.patterns)
+  local all_t = m:weight("time")
+  local self_t = m:restrict(all_t, opts.patterns)
   local incl = m:inclusive(self_t)
-  local total = incl[0]
+  local total = restricted and m:inclusive(all_t)[0] or incl[0]
   local cutoff = total * min_percent / 100
   local mem
   if opts.memory then
@@ -53,7 +55,10 @@ function M.write(m, put, opts)
   put(sformat("Call tree of %s: %.6f seconds, %d calls\n", opts.title or "the profile", total,
     all_calls))
   local notes = {}
-  if restricted then notes[#notes + 1] = "only the paths through " .. concat(opts.patterns, " or ") end
+  if restricted then
+    notes[#notes + 1] = sformat("only the paths through %s: %.6f seconds (%.1f%%)",
+      concat(opts.patterns, " or "), incl[0], total > 0 and 100 * incl[0] / total or 0)
+  end
   if min_percent > 0 then notes[#notes + 1] = sformat("nodes under %g%% of the total left out", min_percent) end
   if max_depth then notes[#notes + 1] = sformat("at most %d levels", max_depth) end
   if #notes > 0 then put(concat(notes, "; ") .. "\n") end
