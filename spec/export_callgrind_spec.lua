@@ -23,16 +23,7 @@ local function annotate(path, inclusive)
 end
 
 describe("callgrind export", function()
-  local files = {}
-  local function tmp(suffix)
-    local n = S.tmpname(suffix)
-    files[#files + 1] = n
-    return n
-  end
-  after_each(function()
-    for _, f in ipairs(files) do os.remove(f) end
-    files = {}
-  end)
+  local tmp = X.tmp_files(after_each)
 
   it("writes the SPEC's sample as the golden file says", function()
     assert.equal(S.read_file(S.SPEC_DIR .. "/golden/export/sample.callgrind"), X.export("callgrind", X.sample()))

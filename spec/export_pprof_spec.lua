@@ -18,16 +18,7 @@ local function top(path, args)
 end
 
 describe("pprof export", function()
-  local files = {}
-  local function tmp(suffix)
-    local n = S.tmpname(suffix)
-    files[#files + 1] = n
-    return n
-  end
-  after_each(function()
-    for _, f in ipairs(files) do os.remove(f) end
-    files = {}
-  end)
+  local tmp = X.tmp_files(after_each)
 
   it("is gzip of a profile that go tool pprof reads: flat is self time, cum the inclusive", function()
     local path = tmp(".pb.gz")

@@ -25,16 +25,7 @@ st.print_callers()
 ]]
 
 describe("pstats export", function()
-  local files = {}
-  local function tmp(suffix)
-    local n = S.tmpname(suffix)
-    files[#files + 1] = n
-    return n
-  end
-  after_each(function()
-    for _, f in ipairs(files) do os.remove(f) end
-    files = {}
-  end)
+  local tmp = X.tmp_files(after_each)
 
   it("reads back in cprof with every number equal, callers included", function()
     for _, d in ipairs({ X.sample(), X.sample(true), X.with_coroutine() }) do
@@ -82,8 +73,8 @@ for k in sorted(d): print(k, d[k])' ]] .. S.q(path))
     local dump = X.live_dump(tmp(".prof"))
     local path = tmp(".pstats")
     export.export("pstats", dump, path)
-    local script = X.file(PY, ".py")
-    files[#files + 1] = script
+    local script = tmp(".py")
+    S.write_file(script, PY)
     local out, err, status = X.run(py .. " " .. S.q(script) .. " " .. S.q(path))
     assert.equal(0, status, err)
     local mine, merr, mstatus = S.capture(env .. "lua5.4 " .. S.q(S.ROOT .. "/bin/cprof-stats") .. " "

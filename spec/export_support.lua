@@ -265,6 +265,21 @@ function X.seconds(text)
   return num * assert(scale[unit], "unknown unit in " .. text)
 end
 
+--- For a describe block (pass busted's after_each): a function that gives a new temporary
+--- file name (with `suffix`); every file it named is removed after each test.
+function X.tmp_files(after_each)
+  local files = {}
+  after_each(function()
+    for _, f in ipairs(files) do os.remove(f) end
+    files = {}
+  end)
+  return function(suffix)
+    local n = S.tmpname(suffix)
+    files[#files + 1] = n
+    return n
+  end
+end
+
 --- A temporary file holding `text`; its name.
 function X.file(text, suffix)
   local name = S.tmpname(suffix)

@@ -151,65 +151,73 @@ function Model:integers(name, self_w)
   return out, "nanoseconds"
 end
 
+-- self[field], made by build(self) the first time it is asked for.
+local function cached(self, field, build)
+  local t = self[field]
+  if not t then
+    t = build(self)
+    self[field] = t
+  end
+  return t
+end
+
+local function labels(self)
+  local out, F = {}, self.F
+  for i = 1, F.n do
+    if F.kind[i] == "C" then
+      out[i] = stats_mod.func_std_string("~", 0, "<" .. tostring(F.name[i]) .. ">")
+    else
+      out[i] = stats_mod.func_std_string(F.file[i], F.line[i], F.name[i])
+    end
+  end
+  return out
+end
+
 --- The full name of frame f as cprof's reports print it: file:line(name), {name} for C.
 function Model:label(f)
-  local labels = self.labels
-  if not labels then
-    labels = {}
-    local F = self.F
-    for i = 1, F.n do
-      if F.kind[i] == "C" then
-        labels[i] = stats_mod.func_std_string("~", 0, "<" .. tostring(F.name[i]) .. ">")
-      else
-        labels[i] = stats_mod.func_std_string(F.file[i], F.line[i], F.name[i])
-      end
-    end
-    self.labels = labels
-  end
-  return labels[f]
+  return cached(self, "labels", labels)[f]
 end
 
 local function basename(file)
   return (tostring(file):match("([^/]*)$"))
 end
 
+local function names(self)
+  local out, F = {}, self.F
+  local count, pending = {}, {}
+  for i = 1, F.n do
+    local c = tostring(F.name[i])
+    count[c] = (count[c] or 0) + 1
+  end
+  for i = 1, F.n do
+    local c = tostring(F.name[i])
+    if count[c] == 1 or F.kind[i] == "C" then out[i] = c else pending[#pending + 1] = i end
+  end
+  local with_line = function(i) return sformat("%s:%s", tostring(F.name[i]), tostring(F.line[i])) end
+  local with_file = function(i)
+    return sformat("%s %s:%s", tostring(F.name[i]), basename(F.file[i]), tostring(F.line[i]))
+  end
+  for _, candidate in ipairs({ with_line, with_file }) do
+    local cand, still = {}, {}
+    for _, i in ipairs(pending) do
+      local c = candidate(i)
+      cand[i] = c
+      count[c] = (count[c] or 0) + 1
+    end
+    for _, i in ipairs(pending) do
+      if count[cand[i]] == 1 then out[i] = cand[i] else still[#still + 1] = i end
+    end
+    pending = still
+  end
+  for _, i in ipairs(pending) do out[i] = self:label(i) end
+  return out
+end
+
 --- A short name of frame f that no other frame has: the function's name, with ":line" (and
 --- then the file's base name) added only where two frames would otherwise share it.  Viewers
 --- that show one name per function (callgrind_annotate, pprof -top) then keep them apart.
 function Model:name(f)
-  local names = self.names
-  if not names then
-    names = {}
-    local F = self.F
-    local count, pending = {}, {}
-    for i = 1, F.n do
-      local c = tostring(F.name[i])
-      count[c] = (count[c] or 0) + 1
-    end
-    for i = 1, F.n do
-      local c = tostring(F.name[i])
-      if count[c] == 1 or F.kind[i] == "C" then names[i] = c else pending[#pending + 1] = i end
-    end
-    local with_line = function(i) return sformat("%s:%s", tostring(F.name[i]), tostring(F.line[i])) end
-    local with_file = function(i)
-      return sformat("%s %s:%s", tostring(F.name[i]), basename(F.file[i]), tostring(F.line[i]))
-    end
-    for _, candidate in ipairs({ with_line, with_file }) do
-      local cand, still = {}, {}
-      for _, i in ipairs(pending) do
-        local c = candidate(i)
-        cand[i] = c
-        count[c] = (count[c] or 0) + 1
-      end
-      for _, i in ipairs(pending) do
-        if count[cand[i]] == 1 then names[i] = cand[i] else still[#still + 1] = i end
-      end
-      pending = still
-    end
-    for _, i in ipairs(pending) do names[i] = self:label(i) end
-    self.names = names
-  end
-  return names[f]
+  return cached(self, "names", names)[f]
 end
 
 --- The self values kept on the paths that go through a function matching one of `patterns`
