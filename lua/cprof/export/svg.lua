@@ -374,7 +374,7 @@ function M.write(m, sink, opts, weight, base)
     for _, l in ipairs(legend) do
       w.put(sformat('<rect x="%d" y="52" width="12" height="12" fill="%s"/><text x="%d" y="62"'
         .. ' font-size="12">%s</text>\n', x, l[1], x + 16, xml(l[2])))
-      x = x + 24 + floor(#l[2] * 7)
+      x = x + 30 + floor(#l[2] * 6.6 + 0.5)
     end
   end
   w.put(sformat('<text id="details" x="%d" y="%d"> </text>\n', XPAD, height - 12))
