@@ -49,8 +49,8 @@ local native54 = not has_bit and load([[
   end
   -- pstats' (int, int, float, float) tuples in one call: 'i' int32, 'i', 'g' binary64, 'g'.
   function N.iigg(a, b, c, d) return spack("<Bi4Bi4BdBd", 0x69, a, 0x69, b, 0x67, c, 0x67, d) end
-  -- CRC-32 four bytes at a time (slicing by 4, two 16-bit tables): one string.unpack gives
-  -- eight little-endian words.  The tables are built on first use (they hold 131072 entries).
+  -- CRC-32 four bytes at a time (slicing by 4, two 16-bit tables), from the 32-bit halves of
+  -- the 64-bit words one string.unpack gives.  The tables are built on first use (they hold 131072 entries).
   local A, B
   local function tables(T)
     local T1, T2, T3 = {}, {}, {}
@@ -70,22 +70,23 @@ local native54 = not has_bit and load([[
     crc = ~crc & 0xffffffff
     local n, i = #s, 1
     while i + 31 <= n do
-      local w1, w2, w3, w4, w5, w6, w7, w8 = sunpack("<I4I4I4I4I4I4I4I4", s, i)
-      local w = crc ~ w1
+      -- four 64-bit words: string.unpack's cost is per item, not per byte
+      local q1, q2, q3, q4 = sunpack("<i8i8i8i8", s, i)
+      local w = crc ~ (q1 & 0xffffffff)
       crc = A[w & 0xffff] ~ B[w >> 16]
-      w = crc ~ w2
+      w = crc ~ (q1 >> 32)
       crc = A[w & 0xffff] ~ B[w >> 16]
-      w = crc ~ w3
+      w = crc ~ (q2 & 0xffffffff)
       crc = A[w & 0xffff] ~ B[w >> 16]
-      w = crc ~ w4
+      w = crc ~ (q2 >> 32)
       crc = A[w & 0xffff] ~ B[w >> 16]
-      w = crc ~ w5
+      w = crc ~ (q3 & 0xffffffff)
       crc = A[w & 0xffff] ~ B[w >> 16]
-      w = crc ~ w6
+      w = crc ~ (q3 >> 32)
       crc = A[w & 0xffff] ~ B[w >> 16]
-      w = crc ~ w7
+      w = crc ~ (q4 & 0xffffffff)
       crc = A[w & 0xffff] ~ B[w >> 16]
-      w = crc ~ w8
+      w = crc ~ (q4 >> 32)
       crc = A[w & 0xffff] ~ B[w >> 16]
       i = i + 32
     end

@@ -110,12 +110,14 @@ function M.write(m, sink, opts, weight)
     loc[f] = varint(i)
   end
 
-  local lengths = {}
-  local function len(n)
-    local v = lengths[n]
+  -- The varints of small numbers (lengths, most call counts), made once.
+  local small = {}
+  local function var(n)
+    if n >= 16384 then return varint(n) end
+    local v = small[n]
     if not v then
       v = varint(n)
-      lengths[n] = v
+      small[n] = v
     end
     return v
   end
@@ -131,10 +133,10 @@ function M.write(m, sink, opts, weight)
       local l, up = loc[frame[k]], path[parent[k]]
       if inner[k] then path[k] = l .. up end
       if sampled[k] then
-        local a, b = varint(v1[k]), varint(v2[k])
-        for i = 3, ntypes do b = b .. varint(values[i][k]) end
-        local lp, lv = len(#l + #up), len(#a + #b)
-        put("\18" .. len(2 + #lp + #l + #up + #lv + #a + #b) .. "\10" .. lp .. l .. up .. "\18" .. lv
+        local a, b = var(v1[k]), var(v2[k])
+        for i = 3, ntypes do b = b .. var(values[i][k]) end
+        local lp, lv = var(#l + #up), var(#a + #b)
+        put("\18" .. var(2 + #lp + #l + #up + #lv + #a + #b) .. "\10" .. lp .. l .. up .. "\18" .. lv
           .. a .. b)
         samples = samples + 1
       end

@@ -21,6 +21,15 @@ local encode = cjson.encode
 local UNITS = { time = "nanoseconds", calls = "none", alloc = "bytes", allocs = "none",
                 live = "bytes" }
 
+-- The strings of `items` joined by commas, a few thousand per write.
+local function list(w, items)
+  local n = #items
+  for i = 1, n, 4096 do
+    if i > 1 then w.put(",") end
+    w.put(concat(items, ",", i, math.min(i + 4095, n)))
+  end
+end
+
 function M.write(m, sink, opts, weight)
   m:need_tree("speedscope")
   local values = m:integers(weight, m:restrict(m:weight(weight), opts.patterns))
@@ -75,16 +84,9 @@ function M.write(m, sink, opts, weight)
       written = written + 1
       w.put('{"type":"sampled","name":' .. encode(names[t]) .. ',"unit":"' .. UNITS[weight]
         .. sformat('","startValue":0,"endValue":%d,"samples":[', totals[t]))
-      local s, wt = samples[t], weights[t]
-      for i = 1, #s do
-        if i > 1 then w.put(",") end
-        w.put(s[i])
-      end
+      list(w, samples[t])
       w.put('],"weights":[')
-      for i = 1, #wt do
-        if i > 1 then w.put(",") end
-        w.put(wt[i])
-      end
+      list(w, weights[t])
       w.put("]}")
       samples[t], weights[t] = nil, nil
     end
