@@ -28,7 +28,6 @@
 local M = {}
 
 local export = require("cprof.export")
-local model_mod = require("cprof.export.model")
 
 M.WEIGHTS = { time = true, alloc = true, allocs = true, live = true }
 M.WEIGHTS_TEXT = "callgrind's events are time and, on memory profiles, alloc, allocs and live;"

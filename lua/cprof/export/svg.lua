@@ -69,7 +69,7 @@ local function bytes(x)
   return grouped(x) .. " B"
 end
 
---- A value of weight `weight` as people read it: "12.345 ms", "1,234 calls", "1.50 MiB".
+-- A value of each weight as people read it: "12.345 ms", "1,234 calls", "1.50 MiB".
 local FORMAT = {
   time = seconds,
   calls = function(x) return grouped(x) .. " calls" end,
@@ -77,7 +77,6 @@ local FORMAT = {
   allocs = function(x) return grouped(x) .. " allocations" end,
   live = bytes,
 }
-M.format_value = function(weight, x) return FORMAT[weight](x) end
 
 -- A hash of a string in [0, 1), the same on every run and every Lua.
 local function hash(s)
