@@ -193,6 +193,9 @@ describe("cprof.export output", function()
       { { "pprof", d, { base = d } }, "pprof cannot compare two profiles" },
       { { "pstats", d, { patterns = { "fib" } } }, "pstats holds whole functions" },
       { { "svg", d, { weight = "alloc" } }, "weight 'alloc' needs a profile with memory" },
+      { { "svg", d, { width = 50 } }, "svg: width must be a number of pixels of at least 100" },
+      { { "svg", d, { minwidth = 0 } }, "svg: minwidth must be a number of pixels above 0" },
+      { { "svg", d, 7 }, "options must be a table, not a number" },
     }
     for _, c in ipairs(cases) do
       local a = c[1]

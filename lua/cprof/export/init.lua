@@ -22,7 +22,7 @@
 --             matches (Lua patterns, "|" between alternatives) count
 --   base      a source to compare with: svg draws a differential flame graph, folded writes
 --             two counts per stack (difffolded.pl's format)
---   title, icicle, width    svg only (cprof.export.svg)
+--   title, icicle, width, minwidth    svg only (cprof.export.svg)
 --
 -- Sources without a call tree (pstats files, Stats objects, getstats() tables) can be
 -- written as pstats and callgrind only; the other formats say so.

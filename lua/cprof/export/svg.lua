@@ -296,6 +296,9 @@ function M.write(m, sink, opts, weight, base)
   if type(width) ~= "number" or width < 100 then
     model_mod.fail("svg: width must be a number of pixels of at least 100")
   end
+  if type(minw) ~= "number" or minw <= 0 then
+    model_mod.fail("svg: minwidth must be a number of pixels above 0")
+  end
   local self_w = m:restrict(m:weight(weight), opts.patterns)
   local incl = m:inclusive(self_w)
   local total = incl[0]
