@@ -337,29 +337,28 @@ end
 --- base's node with node k's path (functions matched as cprof.data.merge matches them), or
 --- nil; matched[j] is true for each base node j that some node here has.
 function Model:align(base)
-  local bF, bparent, bframe = base.F, base.parent, base.frame
-  local F, parent, frame = self.F, self.parent, self.frame
-  local frame_id = data_mod.frame_id
-  local bid, index = {}, {}
-  for j = 1, base.n do
-    local f = bframe[j]
-    local id = bid[f]
-    if not id then
-      id = frame_id(bF, f)
-      bid[f] = id
+  local bparent, bframe = base.parent, base.frame
+  local parent, frame = self.parent, self.frame
+  -- Frame identities, each made once per profile.
+  local function ids(F)
+    local memo = {}
+    return function(f)
+      local id = memo[f]
+      if not id then
+        id = data_mod.frame_id(F, f)
+        memo[f] = id
+      end
+      return id
     end
-    index[bparent[j] .. ">" .. id] = j
   end
-  local to_base, matched, ids = { [0] = 0 }, {}, {}
+  local bid, id_of = ids(base.F), ids(self.F)
+  local index = {}
+  for j = 1, base.n do index[bparent[j] .. ">" .. bid(bframe[j])] = j end
+  local to_base, matched = { [0] = 0 }, {}
   for k = 1, self.n do
     local p = to_base[parent[k]]
     if p then
-      local f = frame[k]
-      local id = ids[f]
-      if not id then
-        id = frame_id(F, f)
-        ids[f] = id
-      end
+      local id = id_of(frame[k])
       local j = index[p .. ">" .. id]
       to_base[k] = j
       if j then matched[j] = true end
