@@ -141,6 +141,7 @@ help:
 	@echo 'make bench-alloc      cprof'"'"'s allocator against the default one (and mimalloc)'
 	@echo 'make ctest            C unit tests of the allocator, the hash index and the engine (also ASan)'
 	@echo 'make check-includes   the #include graph of src/ has no cycle'
+	@echo 'make export-readers   the programs the export specs read exports with (python3, go, ...)'
 	@echo 'make clean            remove build/'
 
 # Build rules for one variant ($(1) = lua5.4, luajit or asan).
@@ -209,7 +210,7 @@ spec-memory: all
 
 # Everything; each step runs even when an earlier one failed, and the exit status says
 # whether any failed.
-test: deps
+test: deps export-readers
 	@status=0; suites=lua5.4; \
 	$(MAKE) --no-print-directory LUA=lua5.4 spec || status=1; \
 	if command -v luajit >/dev/null 2>&1; then \
@@ -321,6 +322,44 @@ fuzz-short:
 	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30; \
 	else \
 	  echo "==> $(FUZZ_CC) is not installed: skipping the fuzz run"; \
+	fi
+
+# ---------------------------------------------------------------------------------------------
+# The real readers of the export formats, for spec/export_*_spec.lua: from Debian python3
+# (pstats), valgrind (callgrind_annotate), golang-go (go tool pprof), chromium, nodejs and npm;
+# from npm, into build/export-readers/ (never committed), speedscope (its importer and its
+# file-format schema), ajv (a JSON-schema validator) and playwright-core (drives chromium).
+# A reader that cannot be installed leaves its specs pending, with the reason, so this target
+# never fails `make test` by itself.
+
+EXPORT_READERS     := build/export-readers
+# command:package pairs; a command already on PATH (node from elsewhere, say) is not reinstalled
+EXPORT_READER_CMDS := python3:python3 callgrind_annotate:valgrind go:golang-go \
+                      chromium:chromium node:nodejs npm:npm
+EXPORT_READER_NPM  := speedscope@1.25.0 ajv@8.20.0 playwright-core@1.65.1
+
+.PHONY: export-readers
+export-readers:
+	@missing=''; for cp in $(EXPORT_READER_CMDS); do \
+	  command -v "$${cp%%:*}" >/dev/null 2>&1 || missing="$$missing $${cp#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "export-readers: installing$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null 2>&1 && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null 2>&1; } || \
+	  echo "export-readers: could not install$$missing: their specs will be pending"; \
+	fi
+	@if [ "$$(cat $(EXPORT_READERS)/.versions 2>/dev/null)" != '$(EXPORT_READER_NPM)' ]; then \
+	  if command -v npm >/dev/null 2>&1; then \
+	    echo "export-readers: npm install $(EXPORT_READER_NPM) into $(EXPORT_READERS)/"; \
+	    mkdir -p $(EXPORT_READERS) && \
+	    npm install --prefix $(EXPORT_READERS) --no-audit --no-fund --no-save --loglevel=error \
+	      $(EXPORT_READER_NPM) >/dev/null && echo '$(EXPORT_READER_NPM)' > $(EXPORT_READERS)/.versions || \
+	    echo "export-readers: npm install failed: the speedscope and browser specs will be pending"; \
+	  else \
+	    echo "export-readers: npm is missing: the speedscope and browser specs will be pending"; \
+	  fi; \
 	fi
 
 # ---------------------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ M.PROG = PROG
 M.SYNOPSIS = {
   "[OPTION]... [FILE | PATTERN]...",
   "-i [FILE]... [--prompt | --no-prompt]",
+  "[FILE]... --export FORMAT [-o OUT] [--weight W] | --tree | --diff BASE",
 }
 
 --- One line: what the program does (the manual page's NAME line).
@@ -54,6 +55,9 @@ M.EXAMPLES = {
   { "cat out.prof | cprof-stats --json", "the rows as JSON, the profile read from a pipe" },
   { "cprof-stats prog.pstats --sort tottime", "a profile written by Python's cProfile" },
   { "cprof-stats -i out.prof", "browse, as python -m pstats does" },
+  { "cprof-stats out.prof --export svg -o flame.svg", "a flame graph to open in a browser" },
+  { "cprof-stats out.prof --tree --depth 6", "the call tree, top-down" },
+  { "cprof-stats new.prof --diff old.prof", "what changed between two runs" },
 }
 
 --- { status, meaning }.
@@ -183,6 +187,13 @@ local OPTIONS = {
     help = { "Print this help and exit." },
     set = function(o) o.help = true end },
 }
+-- Exports, the call tree and diffs: cprof.export.cli's options, before -i's.
+local export_cli = require("cprof.export.cli")
+do
+  local at = 1
+  while OPTIONS[at].long ~= "interactive" do at = at + 1 end
+  for i, opt in ipairs(export_cli.OPTIONS) do table.insert(OPTIONS, at + i - 1, opt) end
+end
 M.OPTIONS = OPTIONS
 
 -- `text` as lines of at most 95 characters, the first after `first`, the others after `indent`.
@@ -359,7 +370,7 @@ local STDIN = "<stdin>"
 
 -- A Stats of the profile on standard input: it is copied to a temporary file, which the
 -- readers (they take a path) read, and removed.  Messages and the file line say <stdin>.
-local function load_stdin(stats)
+local function stdin_copy()
   local data = io.stdin:read("*a")
   if data == nil or data == "" then fail(STDIN .. ": standard input is empty") end
   local tmp = os.tmpname()
@@ -371,6 +382,11 @@ local function load_stdin(stats)
     os.remove(tmp)
     fail(STDIN .. ": cannot copy standard input to a temporary file: " .. plain(werr))
   end
+  return tmp
+end
+
+local function load_stdin(stats)
+  local tmp = stdin_copy()
   local ok, st = pcall(stats.new, tmp)
   os.remove(tmp)
   if not ok then
@@ -460,6 +476,20 @@ local function main(argv)
     else
       fail("no FILE given, and nothing on standard input (see " .. PROG .. " --help)")
     end
+  end
+  if export_cli.wanted(o) then
+    -- the export layer reads paths: standard input goes through a temporary copy
+    local tmp
+    for i, f in ipairs(o.files) do
+      if f == "-" then
+        tmp = tmp or stdin_copy()
+        o.files[i] = tmp
+      end
+    end
+    local ok, status = pcall(export_cli.cli_exports, o, fail)
+    if tmp then os.remove(tmp) end
+    if not ok then error(status, 0) end
+    return status
   end
   if o.json and (o.views.lines or o.views.memory) then
     fail("options --lines and --memory do not go with --json (its rows hold the line and memory"

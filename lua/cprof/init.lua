@@ -110,6 +110,11 @@ function methods:report_data()
   return bias_mod.apply(self:snapshot())
 end
 
+--- Writes the profile for other tools: p:export(format, file_or_stream [, opts]) (cprof.export).
+function methods:export(format, out, opts)
+  return require("cprof.export").export(format, self, out, opts)
+end
+
 --- Prints the report to stdout, sorted by `sort` (default: standard name, as Python does).
 function methods:print_stats(sort)
   check_self(self, "print_stats")

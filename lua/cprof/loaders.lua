@@ -240,6 +240,7 @@ function M.data(st, d)
   local ok, applied = pcall(bias.apply, d)
   -- Malformed data: cprof.profdata.to_stats says what is wrong with it.
   M.getstats(st, profdata.to_stats(ok and applied or d))
+  if st.trees then st.trees[#st.trees + 1] = ok and applied or d end
   if st.allocator == nil then st.allocator = profdata.allocator(d) end
 end
 
@@ -253,6 +254,8 @@ function M.stats(st, other)
     M.put_extra(st, key, other.lines[key], other.mem[key])
   end
   if other.memory then st.memory = true end
+  if not other.trees then st.trees = false end
+  for _, t in ipairs(st.trees and other.trees or {}) do st.trees[#st.trees + 1] = t end
   if st.allocator == nil then st.allocator = other.allocator end
   for _, f in ipairs(other.files) do st.files[#st.files + 1] = f end
   st.timer, st.unit = other.timer, other.unit
@@ -306,6 +309,7 @@ end
 function M.file(st, path)
   if M.file_kind(path) == "pstats" then
     M.pstats(st, marshal.load_stats(path))
+    st.trees = false
   else
     M.data(st, dump.read(path))
   end

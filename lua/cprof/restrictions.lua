@@ -95,6 +95,20 @@ local function matchers_of(p)
   return out
 end
 
+--- A function that says whether a name matches restriction pattern `p` ("|" separates
+--- alternatives; bounded in time as the reports' restrictions are), or nil and why `p` is
+--- refused.  The exports and --diff restrict by it.
+function M.matcher(p)
+  local ms, why = matchers_of(p)
+  if not ms then return nil, why or "malformed pattern" end
+  return function(s)
+    for _, m in ipairs(ms) do
+      if m(s) then return true end
+    end
+    return false
+  end
+end
+
 -- Apply one restriction to `list` (pstats' eval_print_amount).  Returns the new list and `msg`
 -- with the line that says what the restriction did, if it did something.
 local function restrict(sel, list, msg)

@@ -105,6 +105,7 @@ function Stats:load_stats(data)
     loaders.file(self, data)
   elseif kind == "getstats" then
     loaders.getstats(self, data)
+    self.trees = false
   elseif kind == "data" then
     loaders.data(self, data)
   elseif kind == "profile" then
@@ -113,6 +114,7 @@ function Stats:load_stats(data)
       error("cprof.stats: getstats() did not return a table", 0)
     end
     loaders.getstats(self, st)
+    self.trees = false
   end
   return self
 end
@@ -180,6 +182,7 @@ function Stats.new(...)
     allocator = nil,     -- the allocator snapshot of the first source that has one
     meta = nil,          -- the dump's meta (data tables and files), summed over sources
     files = {},          -- "<ctime>    <path>" lines (Stats loaded from files)
+    trees = {},          -- the sources' data tables, for cprof.export; false: one had no tree
     fcn_list = false,    -- sorted keys, or false for "Random listing order"
     sort_type = "",
     all_callees = nil,   -- computed lazily by the callees report
@@ -427,6 +430,12 @@ end
 function Stats:dump_stats(path)
   dump.write(path, profdata.from_stats(self))
   return self
+end
+
+--- export(format, file_or_stream [, opts]): the profile written for other tools (cprof.export,
+--- docs/EXPORTS.md).
+function Stats:export(format, out, opts)
+  return require("cprof.export").export(format, self, out, opts)
 end
 
 return M
