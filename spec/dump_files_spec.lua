@@ -240,15 +240,18 @@ describe("dump files", function()
       local p = cprof.Profile()
       local st = stats.new()
       assert.are.equal("bad argument #1 to 'load' (string expected, got number)", bad(function() cprof.load(42) end))
-      assert.are.equal("bad argument #1 to 'load' (string expected, got no value)", bad(function() cprof.load() end))
+      assert.are.equal("bad argument #1 to 'load' (string expected, got nil)", bad(function() cprof.load() end))
       assert.are.equal("bad argument #1 to 'dump_stats' (string expected, got number)",
                        bad(function() p:dump_stats(42) end))
       assert.are.equal("bad argument #1 to 'dump_stats' (string expected, got table)",
                        bad(function() st:dump_stats({}) end))
-      assert.are.equal("bad argument #1 to 'dump_stats' (cprof.Profile expected, got table)",
+      -- A bad self is worded as Lua words it for a method (cprof.args).
+      assert.are.equal("calling 'dump_stats' on bad self (cprof.Profile expected, got table)",
                        bad(function() p.dump_stats({}, dir .. "/x.prof") end))
-      assert.are.equal("bad argument #1 to 'dump_stats' (cprof.Profile expected, got string)",
+      assert.are.equal("calling 'dump_stats' on bad self (cprof.Profile expected, got string)",
                        bad(function() p.dump_stats(dir .. "/x.prof") end))
+      assert.are.equal("calling 'dump_stats' on bad self (Stats expected, got table)",
+                       bad(function() st.dump_stats({}, dir .. "/x.prof") end))
       -- The file name of run and runctx is checked before the code runs.
       local ran = false
       _G.CPROF_SPEC_RAN = function() ran = true end

@@ -6,7 +6,7 @@
 --   dump.verify(path)                 what the dump is, once read whole and checked
 --   dump.check_path(path, fname, level [, argn])  the checks of a file name argument
 --   dump.check_file(path)             a file that can be read: a regular one
---   dump.is_regular(path)             the same, as a boolean
+--   dump.file_type(path), dump.is_regular(path)  what is at a path, without opening it
 --   dump.mtime(path)                  the file's modification time (seconds), or nil
 --
 -- cprof.core is required only when one of these runs, so that the reporting layer (cprof.stats,
@@ -16,6 +16,8 @@
 
 local M = {}
 
+local args = require "cprof.args"
+
 local pcall, error, type, tostring = pcall, error, type, tostring
 
 -- cprof.core, or nil and why it cannot be loaded (asked once: LuaJIT's second require of a
@@ -23,7 +25,7 @@ local pcall, error, type, tostring = pcall, error, type, tostring
 local loaded, why_not
 local function core()
   if loaded == nil then
-    local ok, c = pcall(require, "cprof.core")
+    local ok, c = pcall(require("cprof.version").core)
     loaded = ok and type(c) == "table" and c
     if not loaded then why_not = tostring(c) end
   end
@@ -45,10 +47,7 @@ end
 --- check_path); not empty and without NUL bytes (which the system would cut it at), raised as
 --- "cprof: <path>: <reason>".
 function M.check_path(path, fname, level, argn)
-  if type(path) ~= "string" then
-    error(("bad argument #%d to '%s' (string expected, got %s)"):format(argn or 1, fname,
-      path == nil and "no value" or type(path)), level + 1)
-  end
+  args.check(type(path) == "string", path, argn or 1, fname, "string", level - 1)
   if path == "" then error('cprof: "": the file name is empty', 0) end
   if path:find("\0", 1, true) then
     error(("cprof: %s: the file name holds a NUL byte"):format((path:gsub(".", { ["\0"] = "\\0" }))), 0)
@@ -98,14 +97,27 @@ function M.check_file(path)
   f:close()
 end
 
---- Whether `path` names a regular file (false for a directory, a device, a FIFO, a missing
---- file, a name that is not a string or holds a NUL byte): what may be opened and read whole
---- without waiting or reading for ever.  Without cprof.core, true for any other name.
-function M.is_regular(path)
+--- The largest file read whole: 1 GiB, as cprof.core's reader (a profile read from standard
+--- input stops there too).
+M.MAX_FILE = 2 ^ 30
+
+--- What is at `path`, found without opening it: "regular", "directory", "FIFO", "character
+--- device", "block device", "socket" or "special file"; false when nothing is there (or the
+--- name is not one: not a string, empty, with a NUL byte); nil when it cannot be told (without
+--- cprof.core).
+function M.file_type(path)
   if type(path) ~= "string" or path == "" or path:find("\0", 1, true) then return false end
   local c = core()
-  if c and c.file_type then return c.file_type(path) == "regular" end
-  return true
+  if not (c and c.file_type) then return nil end
+  return c.file_type(path) or false
+end
+
+--- Whether `path` names a regular file: what may be opened and read whole without waiting or
+--- reading for ever.  Without cprof.core, which tells them apart, true for any name.
+function M.is_regular(path)
+  local t = M.file_type(path)
+  if t == nil then return true end
+  return t == "regular"
 end
 
 --- The modification time of the file at `path` in seconds, or nil when it cannot be read (or

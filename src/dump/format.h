@@ -114,8 +114,9 @@ static inline int dump_meta_class(const char *k, size_t n) {
     {"pid", DUMP_MK_INTEGER},        {"tree_cap", DUMP_MK_INTEGER},
     {"tree_folded", DUMP_MK_INTEGER}, {"dropped", DUMP_MK_INTEGER},
     {"memory_lost", DUMP_MK_INTEGER}, {"bias_clamped", DUMP_MK_INTEGER},
-    {"merged", DUMP_MK_INTEGER},     {"memory", DUMP_MK_BOOLEAN},
-    {"bias_applied", DUMP_MK_BOOLEAN},
+    {"merged", DUMP_MK_INTEGER},     {"timer_errors", DUMP_MK_INTEGER},
+    {"memory", DUMP_MK_BOOLEAN},     {"bias_applied", DUMP_MK_BOOLEAN},
+    {"subcalls", DUMP_MK_BOOLEAN},   {"cprof_version", DUMP_MK_STRING},
   };
   if (n > 4 && memcmp(k, "mem_", 4) == 0) return DUMP_MK_INTEGER;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)

@@ -334,7 +334,9 @@ end
 --- Decodes the marshal data in the string `s` (one object; bytes after it are ignored, as
 --- marshal.load ignores them).  `name` (default "marshal data") starts every error message.
 function M.decode(s, name)
-  if type(s) ~= "string" then error("cprof.pstats.marshal: decode needs a string", 2) end
+  if type(s) ~= "string" then
+    error(("bad argument #1 to 'decode' (string expected, got %s)"):format(type(s)), 2)
+  end
   local r = { s = s, pos = 1, len = #s, refs = {}, interned = {}, name = name or "marshal data" }
   local v = decode_object(r, 1, false)
   return v, r.pos - 1
@@ -375,6 +377,9 @@ end
 --- Decodes the file at `path`; returns the value and the file's size.  Errors:
 --- "cprof: <path>: ...".
 function M.read(path)
+  if type(path) ~= "string" then
+    error(("bad argument #1 to 'read' (file name expected, got %s)"):format(type(path)), 2)
+  end
   local s = read_all(path)
   local ok, v = pcall(M.decode, s, path)
   if not ok then error("cprof: " .. v, 0) end
@@ -518,6 +523,9 @@ end
 
 --- Reads a pstats file: marshal.to_records(marshal.read(path), path).  Errors: "cprof: <path>: ...".
 function M.load_stats(path)
+  if type(path) ~= "string" then
+    error(("bad argument #1 to 'load_stats' (file name expected, got %s)"):format(type(path)), 2)
+  end
   local v, size = M.read(path)
   local ok, recs = pcall(M.to_records, v, path, size)
   if not ok then error("cprof: " .. recs, 0) end

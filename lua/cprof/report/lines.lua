@@ -15,10 +15,10 @@ local sformat, ssub, srep, sgsub = string.format, string.sub, string.rep, string
 local huge = math.huge
 local int_str, rjust, g = pyfmt.int_str, pyfmt.rjust, pyfmt.g
 
--- The unit of the Time columns: the timer's seconds per tick (1e-6 when the sources did not
--- say).
+-- The unit of the Time columns: st.line_unit when set (cprof-stats -u), else the timer's
+-- seconds per tick (1e-6 when the sources did not say).
 local function line_unit(st)
-  local unit = st.unit
+  local unit = st.line_unit or st.unit
   if type(unit) ~= "number" or not (unit > 0) or unit == huge then unit = 1e-6 end
   return unit
 end
