@@ -21,11 +21,16 @@ local SCHEMA_FRAMES, SCHEMA_EDGES = S.SCHEMA_FRAMES, S.SCHEMA_EDGES
 local minimal_sections = S.minimal_sections
 
 -- Everything cprof does with a profile once it is read: the data's own functions, a Stats with
--- every report, JSON, merging, and writing it again.
-local sink = { write = function() end }
+-- every report, JSON, every export, merging, and writing it again.
+local sink = { write = function(self) return self end }
 local has_json = pcall(require, "cjson")
 local function exercise(path, dir)
   local st = stats.new(path, { stream = sink })
+  for _, format in ipairs(require("cprof.export").FORMATS) do
+    local ok, err = pcall(st.export, st, format, sink)
+    -- an export may refuse what it cannot show (no call tree, no function), with its reason
+    if not ok and not tostring(err):find("^cprof%.export: ") then error(err, 0) end
+  end
   if st.meta and S.read_file(path):sub(1, 8) == S.MAGIC then
     local d = core.read_dump(path)
     profdata.to_stats(d)
@@ -208,6 +213,30 @@ describe("dump checks", function()
       d.meta.pid = 4242.0  -- an integral float: written as the integer it is
       core.write_dump(path, d)
       assert.are.equal(S.math_type(1), S.math_type(core.read_dump(path).meta.pid))
+    end)
+  end)
+
+  describe("what comes after the reader", function()
+    it("takes any value the format holds: times that are not finite, huge counts, NUL bytes in names", function()
+      local big = 2 ^ 52 -- summed with itself below (Stats:add, merge), and exact on LuaJIT
+      local function all(col, v) for i = 1, #col do col[i] = v end end
+      local variants = {
+        function(d) d.frames.tottime[1], d.frames.cumtime[2] = 1 / 0, -1 / 0; all(d.nodes.tottime, 1 / 0) end,
+        function(d) d.edges.cumtime[1], d.lines.time[1] = 0 / 0, -1e300; all(d.nodes.tottime, 1e10) end,
+        function(d) all(d.nodes.tottime, 0 / 0); all(d.nodes.cumtime, -1e300) end,
+        function(d) d.frames.ncalls[1], d.edges.ncalls[1], d.nodes.ncalls[1], d.lines.hits[1] = big, big, big, big end,
+        function(d) d.frames.name[1], d.frames.file[2], d.frames.kind[3] = "a\0b", "\255\0", "" end,
+        function(d) d.mem_caches.name[1], d.mem_types.name[1], d.mem_arenas.name[1] = "c\0", "t\0", "a\0" end,
+        function(d) d.nodes.alloc_bytes[1], d.nodes.free_bytes[1], d.mem_free_lists.list[1] = big, big, 62 end,
+      }
+      local path = dir .. "/v.prof"
+      for i, change in ipairs(variants) do
+        local d = core.read_dump(V1_SAMPLE)
+        change(d)
+        core.write_dump(path, d)
+        local ok, err = pcall(exercise, path, dir)
+        assert(ok, "variant " .. i .. ": " .. tostring(err))
+      end
     end)
   end)
 

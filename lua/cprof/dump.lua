@@ -4,6 +4,7 @@
 --   dump.read(path [, fname])         the data table a dump holds (docs/API.md, "Dumps")
 --   dump.write(path, data [, fname])  writes a data table as a dump
 --   dump.verify(path)                 what the dump is, once read whole and checked
+--   dump.write_file(path, bytes)      any file written as a dump is (the exports')
 --   dump.check_path(path, fname, level [, argn])  the checks of a file name argument
 --   dump.check_file(path)             a file that can be read: a regular one
 --   dump.file_type(path), dump.is_regular(path)  what is at a path, without opening it
@@ -69,6 +70,18 @@ function M.write(path, d, fname)
   M.check_path(path, fname or "write", 3)
   local ok, err = pcall(need_core(path, "writing").write_dump, path, d)
   if not ok then error(err, 0) end
+end
+
+--- Writes the string `bytes` to `path` as a dump is written (docs/API.md, "Writing a dump"):
+--- a regular file replaced atomically, a symbolic link followed, a device or a FIFO written
+--- through, never replaced.  Returns false, without writing, when cprof.core is not there;
+--- raises "cprof: <path>: <reason>" when it cannot write.
+function M.write_file(path, bytes)
+  local c = core()
+  if not (c and c.write_file) then return false end
+  local ok, err = pcall(c.write_file, path, bytes)
+  if not ok then error(err, 0) end
+  return true
 end
 
 --- "format version V, S sections, checksums match" (or "no checksums" for version 1): the dump

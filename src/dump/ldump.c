@@ -1,6 +1,6 @@
 /*
- * dump/ldump.c — cprof.core.write_dump(path, data), cprof.core.read_dump(path) and
- * cprof.core.file_type(path). The format is docs/FORMAT.md; the work is done by write.c and
+ * dump/ldump.c — cprof.core.write_dump(path, data), cprof.core.read_dump(path),
+ * cprof.core.file_type(path) and cprof.core.write_file(path, bytes). The format is docs/FORMAT.md; the work is done by write.c and
  * read.c; here, the paths and the reading of the file.
  */
 #include <errno.h>
@@ -14,6 +14,7 @@
 
 #include "dump/format.h"
 #include "dump/ldump.h"
+#include "dump/out.h"
 #include "util/compat.h"
 #include "util/fault.h"
 
@@ -47,6 +48,17 @@ static int l_write_dump(lua_State *L) {
 }
 
 /* What a file that is not a regular one is, for messages. */
+/* core.write_file(path, bytes) -> true: the bytes written as a dump is (dump/out.h); raises
+   "cprof: <path>: <what is wrong>". For the exports' files. */
+static int l_write_file(lua_State *L) {
+  const char *path = check_path(L, 1);
+  size_t n;
+  const char *s = luaL_checklstring(L, 2, &n);
+  if (out_write_file(L, path, s, n)) return lua_error(L);
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 static const char *file_type(mode_t m) {
   return S_ISDIR(m) ? "directory" : S_ISCHR(m) ? "character device" : S_ISBLK(m) ? "block device"
        : S_ISFIFO(m) ? "FIFO" : S_ISSOCK(m) ? "socket" : "special file";
@@ -162,4 +174,6 @@ void ldump_register(lua_State *L) {
   lua_setfield(L, -2, "read_dump");
   lua_pushcfunction(L, l_file_type);
   lua_setfield(L, -2, "file_type");
+  lua_pushcfunction(L, l_write_file);
+  lua_setfield(L, -2, "write_file");
 }

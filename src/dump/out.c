@@ -267,7 +267,7 @@ static void write_through(DumpOut *o) {
 
 void out_commit(DumpOut *o, const unsigned char *p, size_t n, uint64_t at) {
   if (o->fd < 0) { /* in memory */
-    memcpy(o->buf + at, p, n);
+    if (n) memcpy(o->buf + at, p, n);
     if (o->through) write_through(o);
     return;
   }
@@ -299,4 +299,32 @@ void out_release(DumpOut *o) {
   }
   free(o->target);
   o->target = NULL;
+}
+
+typedef struct Whole {
+  DumpOut o;
+  const void *p;
+  size_t n;
+} Whole;
+
+static int write_whole(lua_State *L) {
+  Whole *w = lua_touserdata(L, 1);
+  out_open_file(&w->o);
+  out_bytes(&w->o, w->p, w->n);
+  out_commit(&w->o, NULL, 0, 0);
+  return 0;
+}
+
+int out_write_file(lua_State *L, const char *path, const void *p, size_t n) {
+  Whole w = {.o = {.L = L, .name = path, .fd = -1}, .p = p, .n = n};
+  lua_pushcfunction(L, write_whole);
+  lua_pushlightuserdata(L, &w);
+  int status = lua_pcall(L, 1, 0, 0);
+  out_release(&w.o);
+  free(w.o.buf);
+  if (status != 0 && (status == LUA_ERRMEM || lua_type(L, -1) != LUA_TSTRING)) {
+    lua_pop(L, 1);
+    lua_pushfstring(L, "cprof: %s: out of memory", path);
+  }
+  return status != 0;
 }

@@ -55,6 +55,11 @@ void out_release(DumpOut *o);
 /* The CRC-32C of the bytes output since the last call (or the start), and starts anew. */
 uint32_t out_crc(DumpOut *o);
 
+/* Writes the n bytes at p to `path` as a dump file is written (a regular file replaced
+   atomically, a symbolic link followed, a device or FIFO written through): 0, or 1 with the
+   message "cprof: <path>: ..." pushed. Never raises. */
+int out_write_file(lua_State *L, const char *path, const void *p, size_t n);
+
 /* Makes room for n more bytes in the buffer (flushing a file's). */
 void out_room(DumpOut *o, size_t n);
 void out_bytes(DumpOut *o, const void *p, size_t n);
