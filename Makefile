@@ -293,7 +293,8 @@ valgrind: deps all
 
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_SRCS    := fuzz/fuzz_read.c src/dump/read.c src/dump/write.c src/dump/out.c src/util/fault.c
+FUZZ_SRCS    := fuzz/fuzz_read.c src/dump/read.c src/dump/write.c src/dump/out.c src/dump/crc32c.c \
+                src/util/fault.c
 FUZZ_FLAGS   := -std=c11 -Wall -Wextra -Werror -g -O1 -D_GNU_SOURCE \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 # -malloc_limit_mb: no input (at most a few KB) may make the reader allocate that much.

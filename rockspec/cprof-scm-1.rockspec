@@ -89,6 +89,7 @@ build = {
       ["cprof.version"] = "lua/cprof/version.lua",
       ["cprof.core"] = {
          sources = {
+            "src/dump/crc32c.c",
             "src/dump/ldump.c",
             "src/dump/out.c",
             "src/dump/read.c",

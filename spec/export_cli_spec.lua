@@ -107,7 +107,7 @@ describe("cprof-stats exports", function()
       { "sample.pstats --export svg", "svg needs the call tree, and this profile has none (sample.pstats is a pstats file)" },
       { "sample.pstats --tree", "--tree needs the call tree, and this profile has none (sample.pstats is a pstats file)" },
       { "missing.prof --tree", "missing.prof: No such file or directory" },
-      { "plain.prof --export svg -o no/such/dir/x.svg", "no/such/dir/x.svg.cprof-tmp: No such file or directory" },
+      { "plain.prof --export svg -o no/such/dir/x.svg", "no/such/dir/x.svg: cannot create a file in no/such/dir: No such file or directory" },
       { "plain.prof --diff missing.prof", "missing.prof: " },
       { "plain.prof --diff plain.prof --sort name", "cannot sort a diff by 'name'" },
       { "plain.prof --export callgrind fib", "callgrind holds whole functions: restrictions to call paths do not apply" },

@@ -3,6 +3,7 @@
 --
 --   cprof-stats [OPTION]... [FILE | PATTERN]...
 --   cprof-stats -i [FILE]... [--prompt | --no-prompt]
+--   cprof-stats --verify FILE...
 --
 -- `cprof-stats --help` explains every option.  Exit status: 0; 1 when nothing matched (one line
 -- on stderr says so, nothing on stdout); 2 for a bad command line or an unreadable file (one
@@ -22,6 +23,7 @@ M.SYNOPSIS = {
   "[OPTION]... [FILE | PATTERN]...",
   "-i [FILE]... [--prompt | --no-prompt]",
   "[FILE]... --export FORMAT [-o OUT] [--weight W] | --tree | --diff BASE",
+  "--verify FILE...",
 }
 
 --- One line: what the program does (the manual page's NAME line).
@@ -67,7 +69,7 @@ M.EXIT_STATUS = {
       .. " has what the report shows (--lines); one line on stderr says so, and nothing is"
       .. " printed" },
   { "2", "a bad command line, or a FILE that cannot be read: one line on stderr names the option"
-      .. " or the file and says what is wrong" },
+      .. " or the file and says what is wrong; with --verify, a FILE that is damaged" },
 }
 
 --- { variable, meaning }.
@@ -180,6 +182,14 @@ local OPTIONS = {
     help = { "With -i: never print the prompt.  Without either option the prompt is",
              "printed when standard input is a terminal, or as CPROF_PROMPT says (1/0)." },
     set = function(o) o.prompt = false end },
+  { long = "verify",
+    help = { "Read each FILE whole and check it instead of printing it: a cprof dump's",
+             "checksums (format version 2; version 1 has none) and structure, a pstats",
+             "file's structure.  Prints 'FILE: ok (...)' for each good one and",
+             "'cprof-stats: FILE: what is wrong' on stderr for each other one (naming the",
+             "damaged sections of a dump); exit status 2 when one is not good.  Every",
+             "argument with --verify is a FILE." },
+    set = function(o) o.verify = true end },
   { long = "version",
     help = { "Print cprof-stats' version and exit." },
     set = function(o) o.version = true end },
@@ -255,7 +265,11 @@ local function find_option(name)
   return nil
 end
 
+-- Whether `path` names a file: one that is not regular (a FIFO, a device) counts, without
+-- being opened (a FIFO's opening would wait for a writer); reading it then says what it is.
 local function readable(path)
+  local t = require("cprof.dump").file_type(path)
+  if t ~= nil then return t ~= false end
   local f = io.open(path, "rb")
   if not f then return false end
   f:close()
@@ -304,7 +318,7 @@ local function parse(argv)
   for k, r in ipairs(o.restrictions) do
     if not operand[k] then
       restrictions[#restrictions + 1] = r
-    elseif o.interactive or r == "-" or readable(r) then
+    elseif o.interactive or o.verify or r == "-" or readable(r) then
       o.files[#o.files + 1] = r
     else
       restrictions[#restrictions + 1] = r
@@ -371,8 +385,15 @@ local STDIN = "<stdin>"
 -- A Stats of the profile on standard input: it is copied to a temporary file, which the
 -- readers (they take a path) read, and removed.  Messages and the file line say <stdin>.
 local function stdin_copy()
-  local data = io.stdin:read("*a")
-  if data == nil or data == "" then fail(STDIN .. ": standard input is empty") end
+  local max, parts, n = require("cprof.dump").MAX_FILE, {}, 0
+  repeat -- in pieces, up to what a file may hold: `yes | cprof-stats` must end
+    local piece = io.stdin:read(2 ^ 20)
+    parts[#parts + 1] = piece
+    n = n + (piece and #piece or 0)
+    if n > max then fail(("%s: too large for a profile (more than %d GiB)"):format(STDIN, max / 2 ^ 30)) end
+  until piece == nil
+  local data = table.concat(parts)
+  if data == "" then fail(STDIN .. ": standard input is empty") end
   local tmp = os.tmpname()
   local f, err = io.open(tmp, "wb")
   if not f then fail(STDIN .. ": cannot copy standard input to a temporary file: " .. plain(err)) end
@@ -402,9 +423,6 @@ end
 -- A Stats of one FILE ("-": standard input); an error names the file.
 local function load_file(stats, file)
   if file == "-" then return load_stdin(stats) end
-  local f, err = io.open(file, "rb")
-  if not f then fail((tostring(err):gsub("\n", " "))) end
-  f:close()
   local ok, st = pcall(stats.new, file)
   if not ok then
     local msg = plain(st)
@@ -448,6 +466,27 @@ local function check_something_matched(st, o, list, log)
   end
 end
 
+-- cprof-stats --verify FILE...: every file is checked, whatever the ones before it were.
+local function verify(o)
+  if #o.sort > 0 or #o.restrictions > 0 or next(o.views) or o.json or o.strip_dirs or o.reverse
+      or o.unit or o.interactive or o.prompt ~= nil or export_cli.wanted(o) then
+    fail("option --verify takes only FILEs")
+  end
+  if #o.files == 0 then fail("no file given to --verify (see " .. PROG .. " --help)") end
+  local loaders = require("cprof.loaders")
+  local status = 0
+  for _, file in ipairs(o.files) do
+    local ok, what = pcall(loaders.verify, file)
+    if ok then
+      io.stdout:write(file, ": ok (", what, ")\n")
+    else
+      io.stderr:write(PROG, ": ", plain(what), "\n")
+      status = 2
+    end
+  end
+  return status
+end
+
 local function main(argv)
   local o = parse(argv)
   if o.help then
@@ -458,6 +497,7 @@ local function main(argv)
     io.stdout:write(PROG, " (cprof) ", require("cprof.version").VERSION, "\n")
     return 0
   end
+  if o.verify then return verify(o) end
   if o.interactive then return interactive(o) end
   if o.prompt ~= nil then fail("options --prompt and --no-prompt go with -i") end
   if #o.files == 0 then

@@ -228,9 +228,8 @@ end
 --- Writes the profile to `file` as a cprof dump (cprof.load and cprof-stats read it).
 --- Raises "cprof: <file>: <reason>" when it cannot.
 function methods:dump_stats(file)
-  if type(file) ~= "string" then
-    error(("cprof: dump_stats needs a file name, not a %s"):format(type(file)), 2)
-  end
+  check_self(self, "dump_stats")
+  dump.check_path(file, "dump_stats", 2)
   dump.write(file, self:dump_data())
   return self
 end
@@ -238,7 +237,8 @@ end
 --- Reads a dump written by dump_stats (or cprof.auto with CPROF_OUT): the data table of
 --- docs/API.md.  Raises "cprof: <file>: <reason>" for a missing or bad file.
 function cprof.load(file)
-  return dump.read(file)
+  local d = dump.read(file, "load") -- not a tail call: a bad argument is reported at the caller
+  return d
 end
 
 local function compile(code, env)
@@ -320,6 +320,7 @@ end
 --- writes a dump to `filename` when given.  An error in `code` propagates after the report or
 --- the dump, with profiling off.
 function cprof.run(code, filename, sort)
+  if filename ~= nil then dump.check_path(filename, "run", 2, 2) end
   check_sort(sort)
   local p = cprof.Profile()
   local chunk = compile(code, _G)
@@ -330,6 +331,7 @@ end
 --- cprof.runctx(code, env, locals [, filename [, sort]]).
 function cprof.runctx(code, env, locals, filename, sort)
   check_scope(env, locals)
+  if filename ~= nil then dump.check_path(filename, "runctx", 2, 4) end
   check_sort(sort)
   local p = cprof.Profile()
   local chunk = compile(code, locals or env)

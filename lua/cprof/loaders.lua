@@ -284,6 +284,7 @@ end
 --- bit), or nil when it is neither or cannot be read.
 function M.file_kind(path)
   args.check(type(path) == "string", path, 1, "file_kind", "file name")
+  if not dump.is_regular(path) then return nil end -- a FIFO's opening would wait for a writer
   local f = io.open(path, "rb")
   if not f then return nil end
   local ok, head = pcall(f.read, f, 8)
@@ -307,6 +308,7 @@ end
 --- cprof.dump, which also explains what is wrong with anything else).  Errors are
 --- "cprof: <path>: <reason>".
 function M.file(st, path)
+  dump.check_file(path)
   if M.file_kind(path) == "pstats" then
     M.pstats(st, marshal.load_stats(path))
     st.trees = false
@@ -314,6 +316,18 @@ function M.file(st, path)
     M.data(st, dump.read(path))
   end
   st.files[#st.files + 1] = M.file_line(path)
+end
+
+--- What the file at `path` is, once read whole and checked ("cprof dump, format version 2, 11
+--- sections, checksums match"; "Python pstats file, no checksums"), as cprof-stats --verify says
+--- it.  Raises "cprof: <path>: <reason>" for a file that cannot be read or is damaged.
+function M.verify(path)
+  dump.check_file(path)
+  if M.file_kind(path) == "pstats" then
+    marshal.load_stats(path)
+    return "Python pstats file, no checksums"
+  end
+  return "cprof dump, " .. dump.verify(path)
 end
 
 return M

@@ -428,6 +428,8 @@ end
 --- see cprof.profdata.from_stats), whatever the sources were (pstats files included): the numbers
 --- read back identical.  Raises "cprof: <path>: <reason>" when it cannot.
 function Stats:dump_stats(path)
+  args.check_self(getmetatable(self) == Stats, self, "dump_stats", "Stats")
+  dump.check_path(path, "dump_stats", 2)
   dump.write(path, profdata.from_stats(self))
   return self
 end

@@ -33,7 +33,7 @@ M.WEIGHTS = { time = true, alloc = true, allocs = true, live = true }
 M.WEIGHTS_TEXT = "callgrind's events are time and, on memory profiles, alloc, allocs and live;"
   .. " call counts are in its calls= lines"
 
-local floor, sformat, concat = math.floor, string.format, table.concat
+local sformat, concat = string.format, table.concat
 local tostring, ipairs = tostring, ipairs
 
 local EVENTS = { time = "Time_ns", alloc = "Alloc_bytes", allocs = "Allocs", live = "Live_bytes" }
@@ -55,9 +55,10 @@ local function costs(m, weight)
   local F, E = m.F, m.d.edges
   local fself, ecost = {}, {}
   if weight == "time" then
-    for f = 1, F.n do fself[f] = floor(F.tottime[f] * 1e9 + 0.5) end
+    local ns = require("cprof.export.model").nanoseconds
+    for f = 1, F.n do fself[f] = ns(F.tottime[f]) end
     for e = 1, E.n do
-      ecost[e] = E.caller[e] ~= E.callee[e] and floor(E.cumtime[e] * 1e9 + 0.5) or 0
+      ecost[e] = E.caller[e] ~= E.callee[e] and ns(E.cumtime[e]) or 0
     end
     return fself, ecost
   end

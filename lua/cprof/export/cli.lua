@@ -142,9 +142,8 @@ function M.cli_exports(o, fail)
     if type(r) == "string" then patterns[#patterns + 1] = r end
   end
   for _, f in ipairs(files) do
-    local h, err = io.open(f, "rb")
-    if not h then fail((tostring(err):gsub("\n", " "))) end
-    h:close()
+    local ok, err = pcall(require("cprof.dump").check_file, f)
+    if not ok then fail(plain(err)) end
   end
   local out = x.output or io.stdout
 

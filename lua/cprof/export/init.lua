@@ -165,23 +165,27 @@ local function stream_sink(stream, name)
   end
 end
 
--- Runs write(sink) into the file `path`: a temporary file next to it, renamed over it when
--- everything was written, removed on any error (no half-written file is ever left).
+-- Runs write(sink) into the file `path` as a dump is written (cprof.dump.write_file: replaced
+-- only once complete, a symbolic link followed, /dev/null or a FIFO written through); without
+-- cprof.core, through a temporary file next to it, renamed over it once written.  An error
+-- leaves no file and no half-written one.
 local function to_file(path, binary, write)
   if path == "" then fail("the output file name is empty") end
+  local parts = {}
+  write(function(s) parts[#parts + 1] = s end)
+  local bytes = concat(parts)
+  if require("cprof.dump").write_file(path, bytes) then return end
   local tmp = path .. ".cprof-tmp"
   local f, err = io.open(tmp, binary and "wb" or "w")
   if not f then error("cprof: " .. tostring(err), 0) end
-  local ok, werr = pcall(write, stream_sink(f, path))
+  local ok, werr = f:write(bytes)
   local cok, cerr = f:close()
-  if ok and not cok then ok, werr = false, sformat("cprof.export: %s: %s", path, tostring(cerr)) end
-  if ok then
-    local rok, rerr = os.rename(tmp, path)
-    if rok then return end
-    werr = "cprof: " .. tostring(rerr)
-  end
+  local rok, rerr = false, nil
+  if ok and cok then rok, rerr = os.rename(tmp, path) end
+  if rok then return end
   os.remove(tmp)
-  error(werr, 0)
+  if rerr then error("cprof: " .. tostring(rerr), 0) end
+  error(sformat("cprof.export: %s: %s", path, tostring(werr or cerr)), 0)
 end
 
 --- export.export(format, source, out [, opts]): see the top of this file.  Returns the

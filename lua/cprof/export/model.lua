@@ -141,6 +141,17 @@ function Model:weight(name)
   return out
 end
 
+-- Whole nanoseconds in [-2^62, 2^62], a time of NaN 0: a dump may hold any double, and the
+-- formats that take integers print these with %d.
+local NS_MAX = 2 ^ 62
+function M.nanoseconds(seconds)
+  local ns = seconds * 1e9 + 0.5
+  if ns ~= ns then return 0 end
+  if ns > NS_MAX then ns = NS_MAX elseif ns < -NS_MAX then ns = -NS_MAX end
+  ns = floor(ns)
+  return math.tointeger and math.tointeger(ns) or ns
+end
+
 --- Self values of weight `name` as whole numbers, for formats that take integers: times in
 --- nanoseconds (rounded per node, so that sums of them are exact), counts and bytes as they
 --- are.  Also returns the unit of the numbers ("nanoseconds" for time).
@@ -148,7 +159,7 @@ function Model:integers(name, self_w)
   self_w = self_w or self:weight(name)
   if name ~= "time" then return self_w, M.WEIGHTS[name].unit end
   local out = {}
-  for k = 1, self.n do out[k] = floor(self_w[k] * 1e9 + 0.5) end
+  for k = 1, self.n do out[k] = M.nanoseconds(self_w[k]) end
   return out, "nanoseconds"
 end
 

@@ -4,6 +4,7 @@
 --
 -- The printer takes a Stats and `out`, a function that writes one string.
 
+local dump = require "cprof.dump"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"
 
@@ -22,13 +23,20 @@ local function line_unit(st)
   return unit
 end
 
--- The lines of a source file ("\n" or "\r\n" endings), or nil when it cannot be read.
+-- The most of a source file read: a profile names its files, and nothing in it is trusted.
+local MAX_SOURCE = 2 ^ 26
+
+-- The lines of a source file ("\n" or "\r\n" endings), or nil when it cannot be read (or is no
+-- regular file: a profile's file name may be a FIFO's, or /dev/zero).
 local function source_lines(file)
-  if type(file) ~= "string" or file == "" or ssub(file, 1, 1) == "[" then return nil end
+  if type(file) ~= "string" or file == "" or ssub(file, 1, 1) == "[" or not dump.is_regular(file) then
+    return nil
+  end
   local f = io.open(file, "rb")
   if not f then return nil end
-  local ok, text = pcall(f.read, f, "*a")
+  local ok, text = pcall(f.read, f, MAX_SOURCE)
   f:close()
+  if ok and text == nil then text = "" end -- an empty file
   if not ok or type(text) ~= "string" then return nil end
   local lines = {}
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = (sgsub(line, "\r$", "")) end
