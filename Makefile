@@ -86,6 +86,13 @@ inst_lua = $(DESTDIR)$(PREFIX)/share/lua/$(LUA_VERSION)
 inst_lib = $(DESTDIR)$(PREFIX)/lib/lua/$(LUA_VERSION)
 inst_bin = $(DESTDIR)$(PREFIX)/bin
 inst_inc = $(DESTDIR)$(PREFIX)/include
+inst_man = $(DESTDIR)$(PREFIX)/share/man
+inst_doc = $(DESTDIR)$(PREFIX)/share/doc/cprof
+
+# What `make install` puts in share/doc/cprof/ (paths kept, so that README.md's links work),
+# and the manual pages: cprof-stats.1 is made from cprof-stats' own option table.
+DOCS := README.md LICENSE CHANGELOG.md $(sort $(wildcard docs/*.md))
+MANS := build/man/cprof-stats.1 man/cprof.3
 
 # The environment that makes an interpreter use this checkout: lua/ for Lua modules,
 # build/<variant>/ for C modules, bin/ for the tools.  `;;` keeps Lua's default paths.
@@ -113,8 +120,8 @@ DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
 # ---------------------------------------------------------------------------------------------
 # Targets
 
-.PHONY: all deps test spec spec-memory spec-public check-install check-includes demo install uninstall env asan \
-        valgrind bench bench-alloc ctest clean help FORCE
+.PHONY: all deps test spec spec-memory spec-public check-install check-includes demo install uninstall \
+        env asan valgrind bench bench-alloc ctest rockspecs clean help FORCE
 
 all: build/$(LUA)/cprof/core.so
 
@@ -125,15 +132,17 @@ help:
 	@echo 'make spec             only the specs, under $$(LUA)'
 	@echo 'make spec-public      the lua5.4 specs with the fast path off (CPROF_FAST_PATH=0)'
 	@echo 'make demo             profile $(DEMO) with cprof.auto'
-	@echo 'make install          install under PREFIX=$(PREFIX) (DESTDIR honoured)'
+	@echo 'make install          install under PREFIX=$(PREFIX) (DESTDIR honoured); says what to set'
 	@echo 'make uninstall        remove what `make install` put under PREFIX'
-	@echo 'eval "$$(make -s env)"  use this checkout from any directory'
+	@echo 'eval "$$(make -s env)"  use this checkout from any directory, with lua5.4 and luajit'
+	@echo 'make rockspecs        build/rockspec/: the rockspec for LuaRocks with LuaJIT'
 	@echo 'make asan             specs under AddressSanitizer + UBSan'
 	@echo 'make valgrind         $(VALGRIND_RUN) under valgrind'
 	@echo 'make bench            run bench/*.lua, then bench-alloc'
 	@echo 'make bench-alloc      cprof'"'"'s allocator against the default one (and mimalloc)'
 	@echo 'make ctest            C unit tests of the allocator, the hash index and the engine (also ASan)'
 	@echo 'make check-includes   the #include graph of src/ has no cycle'
+	@echo 'make export-readers   the programs the export specs read exports with (python3, go, ...)'
 	@echo 'make clean            remove build/'
 
 # Build rules for one variant ($(1) = lua5.4, luajit or asan).
@@ -208,7 +217,7 @@ spec-public: all
 
 # Everything; each step runs even when an earlier one failed, and the exit status says
 # whether any failed.
-test: deps
+test: deps export-readers
 	@status=0; suites=lua5.4; \
 	$(MAKE) --no-print-directory LUA=lua5.4 spec || status=1; \
 	if command -v luajit >/dev/null 2>&1; then \
@@ -293,7 +302,8 @@ valgrind: deps all
 
 FUZZ_SECONDS ?= 60
 FUZZ_CC      ?= clang
-FUZZ_SRCS    := fuzz/fuzz_read.c src/dump/read.c src/dump/write.c src/dump/out.c src/util/fault.c
+FUZZ_SRCS    := fuzz/fuzz_read.c src/dump/read.c src/dump/write.c src/dump/out.c src/dump/crc32c.c \
+                src/util/fault.c
 FUZZ_FLAGS   := -std=c11 -Wall -Wextra -Werror -g -O1 -D_GNU_SOURCE \
                 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all
 # -malloc_limit_mb: no input (at most a few KB) may make the reader allocate that much.
@@ -322,6 +332,44 @@ fuzz-short:
 	  $(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30; \
 	else \
 	  echo "==> $(FUZZ_CC) is not installed: skipping the fuzz run"; \
+	fi
+
+# ---------------------------------------------------------------------------------------------
+# The real readers of the export formats, for spec/export_*_spec.lua: from Debian python3
+# (pstats), valgrind (callgrind_annotate), golang-go (go tool pprof), chromium, nodejs and npm;
+# from npm, into build/export-readers/ (never committed), speedscope (its importer and its
+# file-format schema), ajv (a JSON-schema validator) and playwright-core (drives chromium).
+# A reader that cannot be installed leaves its specs pending, with the reason, so this target
+# never fails `make test` by itself.
+
+EXPORT_READERS     := build/export-readers
+# command:package pairs; a command already on PATH (node from elsewhere, say) is not reinstalled
+EXPORT_READER_CMDS := python3:python3 callgrind_annotate:valgrind go:golang-go \
+                      chromium:chromium node:nodejs npm:npm
+EXPORT_READER_NPM  := speedscope@1.25.0 ajv@8.20.0 playwright-core@1.65.1
+
+.PHONY: export-readers
+export-readers:
+	@missing=''; for cp in $(EXPORT_READER_CMDS); do \
+	  command -v "$${cp%%:*}" >/dev/null 2>&1 || missing="$$missing $${cp#*:}"; \
+	done; \
+	if [ -n "$$missing" ]; then \
+	  echo "export-readers: installing$$missing"; \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null 2>&1 || \
+	  { $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get update -q >/dev/null 2>&1 && \
+	    $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q $$missing >/dev/null 2>&1; } || \
+	  echo "export-readers: could not install$$missing: their specs will be pending"; \
+	fi
+	@if [ "$$(cat $(EXPORT_READERS)/.versions 2>/dev/null)" != '$(EXPORT_READER_NPM)' ]; then \
+	  if command -v npm >/dev/null 2>&1; then \
+	    echo "export-readers: npm install $(EXPORT_READER_NPM) into $(EXPORT_READERS)/"; \
+	    mkdir -p $(EXPORT_READERS) && \
+	    npm install --prefix $(EXPORT_READERS) --no-audit --no-fund --no-save --loglevel=error \
+	      $(EXPORT_READER_NPM) >/dev/null && echo '$(EXPORT_READER_NPM)' > $(EXPORT_READERS)/.versions || \
+	    echo "export-readers: npm install failed: the speedscope and browser specs will be pending"; \
+	  else \
+	    echo "export-readers: npm is missing: the speedscope and browser specs will be pending"; \
+	  fi; \
 	fi
 
 # ---------------------------------------------------------------------------------------------
@@ -360,16 +408,42 @@ bench-alloc: build/lua5.4/bench-alloc
 	@echo "==> build/lua5.4/bench-alloc $(BENCH_ALLOC_FLAGS) bench/alloc.lua"
 	@build/lua5.4/bench-alloc $(BENCH_ALLOC_FLAGS) bench/alloc.lua
 
+# lua5.4 reads LUA_PATH_5_4 and LUA_CPATH_5_4 first, luajit (and any Lua 5.1) LUA_PATH and
+# LUA_CPATH: one shell runs both builds, each with its own core.so (make, make LUA=luajit).
 env:
+	@echo "export LUA_PATH_5_4='$(INPLACE_LUA_PATH)'"
+	@echo "export LUA_CPATH_5_4='$(call inplace_cpath,lua5.4)'"
 	@echo "export LUA_PATH='$(INPLACE_LUA_PATH)'"
-	@echo "export LUA_CPATH='$(call inplace_cpath,$(LUA))'"
+	@echo "export LUA_CPATH='$(call inplace_cpath,luajit)'"
 	@echo "export PATH='$(CURDIR)/bin':\"\$$PATH\""
+
+# The manual page of cprof-stats, from the tables --help is made of (tools/mkman.lua).
+build/man/cprof-stats.1: tools/mkman.lua lua/cprof/cli.lua lua/cprof/version.lua | $(DEPS_FIRST)
+	@mkdir -p $(@D)
+	@$(call inplace_env,$(LUA)) $(LUA_CMD) tools/mkman.lua > $@.tmp && mv -f $@.tmp $@
+
+# LuaRocks configured for LuaJIT (lua_version 5.1) needs a rock that depends on LuaJIT rather
+# than on Lua 5.4: the same rockspec with its package name and its Lua dependency changed.
+build/rockspec/cprof-luajit-scm-1.rockspec: rockspec/cprof-scm-1.rockspec
+	@mkdir -p $(@D)
+	@sed -e '1s|.*|-- Made by `make rockspecs` from $<: cprof for LuaRocks configured for LuaJIT.|' \
+	  -e 's/^package = "cprof"$$/package = "cprof-luajit"/' \
+	  -e 's/"lua >= 5.4, < 5.5",/"lua ~> 5.1", "luajit >= 2.1.0-beta3",/' $< > $@.tmp
+	@grep -q '^package = "cprof-luajit"$$' $@.tmp && grep -q '"luajit >= 2.1.0-beta3"' $@.tmp || \
+	  { echo "rockspecs: $< no longer has the lines the LuaJIT rockspec changes" >&2; rm -f $@.tmp; exit 1; }
+	@mv -f $@.tmp $@
+
+rockspecs: build/rockspec/cprof-luajit-scm-1.rockspec
 
 # ---------------------------------------------------------------------------------------------
 # Installing
 
-install: all
-	$(INSTALL) -d '$(inst_lua)/cprof' '$(inst_lib)/cprof' '$(inst_inc)'
+# bin/ scripts are installed with the interpreter of this build in their #! line; they find the
+# modules installed next to them.  Last, tools/install-env.sh says whether Lua finds cprof
+# under PREFIX by default, or prints the lines that make it.
+install: all build/man/cprof-stats.1
+	$(INSTALL) -d '$(inst_lua)/cprof' '$(inst_lib)/cprof' '$(inst_inc)' '$(inst_bin)' \
+	  '$(inst_man)/man1' '$(inst_man)/man3' '$(inst_doc)/docs'
 	@set -e; for f in $$(find lua/cprof -name '*.lua' | sort); do \
 	  rel=$${f#lua/}; \
 	  echo "$(INSTALL) -D -m 644 $$f '$(inst_lua)/$$rel'"; \
@@ -379,16 +453,37 @@ install: all
 	$(INSTALL) -m 644 src/cprof.h '$(inst_inc)/cprof.h'
 	@set -e; for f in bin/*; do \
 	  [ -f "$$f" ] || continue; \
-	  echo "$(INSTALL) -D -m 755 $$f '$(inst_bin)/'$${f#bin/}"; \
-	  $(INSTALL) -D -m 755 "$$f" '$(inst_bin)/'"$${f#bin/}"; \
+	  echo "$(INSTALL) -m 755 $$f '$(inst_bin)/'$${f#bin/}  (#!/usr/bin/env $(LUA_CMD))"; \
+	  sed '1s|^#!.*|#!/usr/bin/env $(LUA_CMD)|' "$$f" > '$(inst_bin)/'"$${f#bin/}.tmp"; \
+	  chmod 755 '$(inst_bin)/'"$${f#bin/}.tmp"; \
+	  mv -f '$(inst_bin)/'"$${f#bin/}.tmp" '$(inst_bin)/'"$${f#bin/}"; \
 	done
+	$(INSTALL) -m 644 build/man/cprof-stats.1 '$(inst_man)/man1/cprof-stats.1'
+	$(INSTALL) -m 644 man/cprof.3 '$(inst_man)/man3/cprof.3'
+	@set -e; for f in $(DOCS); do \
+	  echo "$(INSTALL) -D -m 644 $$f '$(inst_doc)/'$$f"; \
+	  $(INSTALL) -D -m 644 "$$f" '$(inst_doc)/'"$$f"; \
+	done
+	@bash tools/install-env.sh '$(PREFIX)' '$(LUA_CMD)' '$(LUA_VERSION)'
+
+# Directories `make install` may have made, deepest first: uninstall removes the ones it leaves
+# empty.  Under /usr and /usr/local, the standard directories (bin, include, share/man/man1,
+# ...) stay, empty or not; the Lua ones go.
+lua_dirs = '$(inst_lua)' '$(DESTDIR)$(PREFIX)/share/lua' '$(inst_lib)' '$(DESTDIR)$(PREFIX)/lib/lua'
+std_dirs = '$(inst_man)/man1' '$(inst_man)/man3' '$(inst_man)' '$(DESTDIR)$(PREFIX)/share/doc' \
+           '$(DESTDIR)$(PREFIX)/share' '$(DESTDIR)$(PREFIX)/lib' '$(inst_bin)' '$(inst_inc)'
 
 uninstall:
-	rm -rf '$(inst_lua)/cprof' '$(inst_lib)/cprof'
-	rm -f '$(inst_inc)/cprof.h'
+	rm -rf '$(inst_lua)/cprof' '$(inst_lib)/cprof' '$(inst_doc)'
+	rm -f '$(inst_inc)/cprof.h' '$(inst_man)/man1/cprof-stats.1' '$(inst_man)/man3/cprof.3'
 	@for f in bin/*; do \
 	  [ -f "$$f" ] || continue; \
 	  echo "rm -f '$(inst_bin)/'$${f#bin/}"; rm -f '$(inst_bin)/'"$${f#bin/}"; \
+	done
+	@case '$(PREFIX)' in /usr|/usr/|/usr/local|/usr/local/) std=keep;; *) std=remove;; esac; \
+	for d in $(lua_dirs) -- $(std_dirs); do \
+	  if [ "$$d" = -- ]; then [ $$std = keep ] && break; continue; fi; \
+	  if [ -d "$$d" ] && rmdir "$$d" 2>/dev/null; then echo "rmdir '$$d'"; fi; \
 	done
 
 clean:

@@ -1,18 +1,24 @@
--- fuzz/make_corpus.lua -- regenerates fuzz/corpus/, the seed corpus of fuzz/fuzz_read.c.
+-- fuzz/make_corpus.lua -- regenerates the files of fuzz/corpus/, the seed corpus of
+-- fuzz/fuzz_read.c; fuzz/corpus/v1/ holds the seeds of format version 1 (kept, never remade:
+-- this cprof writes version 2 only).
 --
 --   make && eval "$(make -s env)" && lua5.4 fuzz/make_corpus.lua
 --
 -- Small valid dumps written by cprof.core.write_dump (one with every optional section: line
 -- records and an allocator snapshot), a few built byte by byte to show the format's extension
 -- points (an unknown section, unknown fields, fields left to their defaults), and truncated and
--- damaged copies. Lua 5.4 (it uses string.pack).
+-- damaged copies. Lua 5.4 (it uses string.pack), run from the repository's root (it builds
+-- files with spec/support.lua).
 
 local core = require "cprof.core"
-local data = require "cprof.data"
+local data = require "cprof.profdata"
+local S = dofile("spec/support.lua")
 
 local dir = (arg and arg[0] and arg[0]:match("^(.*)/[^/]*$") or ".") .. "/corpus"
 os.execute("mkdir -p '" .. dir .. "'")
-for name in io.popen("ls '" .. dir .. "'"):lines() do os.remove(dir .. "/" .. name) end
+for name in io.popen("ls '" .. dir .. "'"):lines() do
+  if name ~= "v1" then assert(os.remove(dir .. "/" .. name)) end
+end
 
 local function save(name, bytes)
   local f = assert(io.open(dir .. "/" .. name, "wb"))
@@ -154,17 +160,9 @@ local function uv(n)
 end
 local function str(s) return uv(#s) .. s end
 
--- sections: a list of { kind, bytes }; the directory is laid out for them.
+-- sections: a list of { kind, bytes }; the directory (with the checksums) is laid out for them.
 local function file(sections, version)
-  local header = 16 + 20 * #sections
-  local dirents, body, off = {}, {}, header
-  for i, s in ipairs(sections) do
-    dirents[i] = string.pack("<I4I8I8", s[1], off, #s[2])
-    body[i] = s[2]
-    off = off + #s[2]
-  end
-  return "\x89CPROF\r\n" .. string.pack("<I4I4", version or 1, #sections)
-         .. table.concat(dirents) .. table.concat(body)
+  return S.build(sections, version or 2)
 end
 
 local function field(name, enc, wire) return str(name) .. uv(enc) .. uv(wire) end

@@ -1,8 +1,12 @@
--- LuaRocks rockspec for cprof, built from a checkout:
+-- LuaRocks rockspec for cprof on Lua 5.4, built from a checkout:
 --
 --   luarocks make --lua-version=5.4 rockspec/cprof-scm-1.rockspec
 --
--- (`make test` runs this into a scratch tree; see tools/check-install.sh.)
+-- (Debian's luarocks defaults to Lua 5.1, for which this rock refuses to install: cprof's C
+-- module is built for Lua 5.4's API.)  For LuaRocks configured for LuaJIT, `make rockspecs`
+-- writes build/rockspec/cprof-luajit-scm-1.rockspec: this file with its package name and its
+-- Lua dependency changed.  `make test` lints both and installs them into scratch trees
+-- (tools/check-install.sh).
 --
 -- A rockspec cannot glob: every lua/cprof/*.lua, every src/**/*.c and every bin/* script has
 -- to be listed here by hand.  tools/check-install.sh fails `make test` when one is missing.
@@ -18,50 +22,74 @@ source = {
 }
 
 description = {
-   summary = "A deterministic, cProfile-like profiler for Lua 5.4 (and LuaJIT), written in C",
+   summary = "A deterministic profiler for Lua 5.4 and LuaJIT, after Python's cProfile",
    detailed = [[
 cprof records every call and return of a Lua program through a C hook and reports, per
-function, the number of calls, the time spent in the function itself and the time spent in it
-and everything it called, like Python's cProfile.  `lua5.4 -l cprof.auto script.lua` profiles a
-whole script and prints the report when it exits; the `cprof` module gives the same control from
-Lua code (cprof.run, cprof.Profile).
+function and per caller->callee pair, the number of calls, the time spent in the function
+itself and the time spent in it and everything it called, in the layout of Python's pstats.
+`lua5.4 -l cprof.auto script.lua` profiles a whole script and prints the report when it exits;
+the `cprof` module gives the same control from Lua code (cprof.run, cprof.Profile,
+cprof.stats), and `cprof-stats` prints saved profiles (cprof's and Python's) from the shell.
+Line-level timing, memory per function on cprof's own allocator, JSON output.
 ]],
+   -- The project's page: put its public address here before publishing the rock.
+   homepage = "https://cprof.invalid/",
+   license = "MIT",
+   labels = { "profiler", "profiling", "performance", "debugging" },
 }
 
 dependencies = {
-   "lua >= 5.1",
-   "lua-cjson",
+   "lua >= 5.4, < 5.5",
+   "lpeg",        -- cprof-stats -i (the browser's command grammar)
+   "lua-cjson",   -- cprof-stats --json
 }
 
 build = {
    type = "builtin",
    modules = {
       ["cprof"] = "lua/cprof/init.lua",
+      ["cprof.args"] = "lua/cprof/args.lua",
       ["cprof.auto"] = "lua/cprof/auto.lua",
       ["cprof.bias"] = "lua/cprof/bias.lua",
       ["cprof.browser"] = "lua/cprof/browser/init.lua",
       ["cprof.browser.grammar"] = "lua/cprof/browser/grammar.lua",
       ["cprof.cli"] = "lua/cprof/cli.lua",
       ["cprof.dump"] = "lua/cprof/dump.lua",
+      ["cprof.export"] = "lua/cprof/export/init.lua",
+      ["cprof.export.binary"] = "lua/cprof/export/binary.lua",
+      ["cprof.export.callgrind"] = "lua/cprof/export/callgrind.lua",
+      ["cprof.export.chrome"] = "lua/cprof/export/chrome.lua",
+      ["cprof.export.cli"] = "lua/cprof/export/cli.lua",
+      ["cprof.export.folded"] = "lua/cprof/export/folded.lua",
+      ["cprof.export.model"] = "lua/cprof/export/model.lua",
+      ["cprof.export.pprof"] = "lua/cprof/export/pprof.lua",
+      ["cprof.export.pstats"] = "lua/cprof/export/pstats.lua",
+      ["cprof.export.speedscope"] = "lua/cprof/export/speedscope.lua",
+      ["cprof.export.svg"] = "lua/cprof/export/svg.lua",
       ["cprof.funckey"] = "lua/cprof/funckey.lua",
       ["cprof.loaders"] = "lua/cprof/loaders.lua",
       ["cprof.memory"] = "lua/cprof/memory.lua",
+      ["cprof.patmatch"] = "lua/cprof/patmatch.lua",
       ["cprof.profdata"] = "lua/cprof/profdata.lua",
       ["cprof.pstats.marshal"] = "lua/cprof/pstats/marshal.lua",
       ["cprof.pyfmt"] = "lua/cprof/pyfmt.lua",
       ["cprof.report"] = "lua/cprof/report/init.lua",
       ["cprof.report.allocator"] = "lua/cprof/report/allocator.lua",
       ["cprof.report.callers"] = "lua/cprof/report/callers.lua",
+      ["cprof.report.diff"] = "lua/cprof/report/diff.lua",
       ["cprof.report.json"] = "lua/cprof/report/json.lua",
       ["cprof.report.lines"] = "lua/cprof/report/lines.lua",
       ["cprof.report.memory"] = "lua/cprof/report/memory.lua",
       ["cprof.report.rows"] = "lua/cprof/report/rows.lua",
       ["cprof.report.text"] = "lua/cprof/report/text.lua",
+      ["cprof.report.tree"] = "lua/cprof/report/tree.lua",
       ["cprof.restrictions"] = "lua/cprof/restrictions.lua",
       ["cprof.sortkeys"] = "lua/cprof/sortkeys.lua",
       ["cprof.stats"] = "lua/cprof/stats.lua",
+      ["cprof.version"] = "lua/cprof/version.lua",
       ["cprof.core"] = {
          sources = {
+            "src/dump/crc32c.c",
             "src/dump/ldump.c",
             "src/dump/out.c",
             "src/dump/read.c",
@@ -105,4 +133,5 @@ build = {
          ["cprof-stats"] = "bin/cprof-stats",
       },
    },
+   copy_directories = { "docs" },
 }

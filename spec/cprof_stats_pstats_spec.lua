@@ -155,6 +155,6 @@ describe("cprof-stats on pstats files", function()
     for _, opt in ipairs({ "--json", "--interactive", "--prompt", "--no-prompt" }) do
       assert.matches("\n  [%- %a,]*" .. opt:gsub("%-", "%%-"), out)
     end
-    assert.matches("\n       cprof%-stats %-i %[FILE%.%.%.%]", out)
+    assert.matches("\n       cprof%-stats %-i %[FILE%]%.%.%.", out)
   end)
 end)

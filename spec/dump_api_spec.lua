@@ -277,9 +277,13 @@ print(f(5))
     end
   end
 
-  it("writes the dump at a normal exit and still prints the report", function()
+  it("writes the dump at a normal exit, and prints the report only with CPROF_REPORT=1", function()
     local path = tmpname() .. ".prof"
     local out, err, status = run(SCRIPT, "CPROF_OUT=" .. path)
+    assert.are.equal("5\n", out)
+    assert.are.equal(0, status)
+    assert.are.equal("", err, "as python -m cProfile -o: a dump and no report")
+    out, err, status = run(SCRIPT, "CPROF_REPORT=1 CPROF_OUT=" .. path)
     assert.are.equal("5\n", out)
     assert.are.equal(0, status)
     assert.matches("function calls", err)

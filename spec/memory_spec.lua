@@ -299,8 +299,9 @@ for _, site in ipairs(d.sites) do
   if site.frames[1].line == line and site.frames[1].defined == line then in_make = in_make + site.live end
 end
 assert(in_make == 200, "the 200 kept nodes are live, from make_node: " .. in_make)
-local text = memory.trace("print", "table_56")
+local text = memory.trace("text", "table_56")
 assert(text:find("Dumping trace for kmem_cache table_56 (stopped)", 1, true))
+assert(memory.trace("print", "table_56") == nil, "print writes the text and returns nothing")
 memory.trace("reset", "table_56")
 assert(memory.trace("data") == nil)
 -- A cache of memory that is no object: counted, no stacks.

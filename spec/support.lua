@@ -94,11 +94,25 @@ function support.tmpname(suffix)
   return n .. (suffix or "")
 end
 
---- A new empty temporary directory; support.remove_dir removes it with what it holds.
-function support.new_dir()
+--- A new empty temporary directory; support.remove_dir removes it with what it holds.  With
+--- `in_memory`, on a file system in memory (/dev/shm) when there is one: the specs that write
+--- thousands of small files run there (ext4 flushes a file rewritten after a truncation).
+function support.new_dir(in_memory)
   local d = support.tmpname()
+  local shm = os.execute("test -d /dev/shm -a -w /dev/shm")
+  if in_memory and (shm == true or shm == 0) then d = "/dev/shm/" .. d:match("[^/]*$") end
   assert(os.execute("mkdir -p '" .. d .. "'"))
   return d
+end
+
+--- The names in directory `dir` (dot files too), sorted.
+function support.listing(dir)
+  local p = io.popen("ls -A '" .. dir .. "'")
+  local names = {}
+  for name in p:lines() do names[#names + 1] = name end
+  p:close()
+  table.sort(names)
+  return names
 end
 
 function support.remove_dir(dir)
@@ -319,27 +333,91 @@ function support.field(name, enc, wire) return support.str(name) .. support.uv(e
 
 support.MAGIC = "\137CPROF\r\n"
 
---- A file from a list of { kind, bytes } sections, laid out in that order.
+-- Bitwise XOR, AND and shift on 32-bit values: LuaJIT's bit library, or Lua 5.4's operators
+-- (compiled at run time, so that this file stays plain Lua 5.1).
+local bxor, band, rshift
+if bit then
+  bxor, band, rshift = bit.bxor, bit.band, bit.rshift
+else
+  bxor, band, rshift = load("return function(a, b) return a ~ b end, function(a, b) return a & b end,"
+    .. " function(a, n) return a >> n end")()
+end
+
+-- CRC-32C one bit at a time, independent of cprof's table-driven one (dump/crc32c.c).
+function support.crc32c(s)
+  local c = 0xFFFFFFFF
+  for i = 1, #s do
+    c = bxor(c, byte(s, i)) % 2 ^ 32
+    for _ = 1, 8 do
+      local low = band(c, 1)
+      c = rshift(c, 1) % 2 ^ 32
+      if low == 1 then c = bxor(c, 0x82F63B78) % 2 ^ 32 end
+    end
+  end
+  return bxor(c, 0xFFFFFFFF) % 2 ^ 32
+end
+
+--- A file from a list of { kind, bytes } sections, laid out in that order: format version 1
+--- (the default) or 2 (24-byte directory entries with the sections' CRC-32C, then the header's).
 function support.build(sections, version)
   local le = support.le
-  local off = 16 + 20 * #sections
+  version = version or 1
+  local v2 = version >= 2
+  local off = 16 + (v2 and 24 or 20) * #sections + (v2 and 4 or 0)
   local dir, body = {}, {}
   for i, s in ipairs(sections) do
-    dir[i] = le(s[1], 4) .. le(off, 8) .. le(#s[2], 8)
+    dir[i] = le(s[1], 4) .. le(off, 8) .. le(#s[2], 8) .. (v2 and le(support.crc32c(s[2]), 4) or "")
     body[i] = s[2]
     off = off + #s[2]
   end
-  return support.MAGIC .. le(version or 1, 4) .. le(#sections, 4) .. table.concat(dir)
-    .. table.concat(body)
+  local header = support.MAGIC .. le(version, 4) .. le(#sections, 4) .. table.concat(dir)
+  if v2 then header = header .. le(support.crc32c(header), 4) end
+  return header .. table.concat(body)
 end
 
---- The sections of a file, as build() takes them.
+support.SCHEMA_FRAMES = support.uv(1) .. support.uv(4) .. support.field("kind", 4, 0)
+  .. support.field("file", 4, 0) .. support.field("line", 2, 0) .. support.field("name", 4, 0)
+support.SCHEMA_EDGES = support.uv(2) .. support.uv(2) .. support.field("caller", 5, 0)
+  .. support.field("callee", 5, 0)
+support.SCHEMA_NODES = support.uv(3) .. support.uv(2) .. support.field("parent", 6, 0)
+  .. support.field("frame", 5, 0)
+
+--- The sections of a minimal valid file with only the required fields, for build(); o.schema,
+--- o.strings, o.frames, o.edges, o.nodes and o.meta replace parts.
+function support.minimal_sections(o)
+  local uv, str = support.uv, support.str
+  o = o or {}
+  return {
+    { 1, o.schema or (uv(3) .. support.SCHEMA_FRAMES .. support.SCHEMA_EDGES .. support.SCHEMA_NODES) },
+    { 2, o.strings or (uv(3) .. str("Lua") .. str("a.lua") .. str("f")) },
+    { 3, o.frames or (uv(1) .. uv(0) .. uv(1) .. uv(6) .. uv(2)) },
+    { 4, o.edges or (uv(1) .. uv(0) .. uv(0)) },
+    { 5, o.nodes or (uv(2) .. uv(0) .. uv(0) .. uv(1) .. uv(0)) },
+    { 6, o.meta or uv(0) },
+  }
+end
+
+--- A Lua program that defines `data`: a profile of n frames with long names (dumps of some
+--- hundred KB), for the specs that make a write fail or die half-way; `core` is cprof.core.
+function support.big_dump_script(n)
+  return ([[
+    local core = require "cprof.core"
+    local n = %d
+    local names = {}
+    for i = 1, n do names[i] = ("function_number_%%d"):format(i) end
+    local function col(v) local t = {} for i = 1, n do t[i] = v end return t end
+    local data = { frames = { n = n, kind = col("Lua"), file = names, line = col(1), name = names } }
+  ]]):format(n)
+end
+
+--- The sections of a file (version 1 or 2), as build() takes them.
 function support.sections_of(bytes)
   local get_le = support.get_le
   local n = get_le(bytes, 13, 4)
+  local size = get_le(bytes, 9, 4) >= 2 and 24 or 20
   local out = {}
   for i = 1, n do
-    local e = 17 + (i - 1) * 20
+    local e = 17 + (i - 1) * size
     local off, len = get_le(bytes, e + 4, 8), get_le(bytes, e + 12, 8)
     out[i] = { get_le(bytes, e, 4), bytes:sub(off + 1, off + len) }
   end

@@ -3,6 +3,7 @@
    added to the same method table. Every function here runs when Lua calls it, never per
    profiled call. */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -32,6 +33,7 @@ static const char ANCHOR_KEY = 'a';  /* registry: the enabled Profile, kept from
 typedef struct LProfile {
   Profiler P;
   LuaTimer lt;
+  int subcalls;  /* 0: reports get no caller/callee data (init.lua drops it from snapshots) */
 } LProfile;
 
 static Profiler *check(lua_State *L) {
@@ -45,6 +47,7 @@ static Profiler *push_profile(lua_State *L, const cprof_timer *timer, int timer_
   LProfile *lp = lua_newuserdata(L, sizeof *lp);
   Profiler *P = &lp->P;
   lp->lt.ref = LUA_NOREF;
+  lp->subcalls = 1;
   int failed = prof_init(P, timer);
   if (timer_fn) luatimer_init(&lp->lt, &P->clock, L, timer_fn, unit);
   luaL_getmetatable(L, PROFILE_MT);
@@ -61,50 +64,148 @@ static int fast_path_default(void) {
                  strcmp(v, "no") == 0);
 }
 
+/* Profile{...}: the options, as Python's cProfile.Profile(timer, timeunit, subcalls, builtins)
+   plus cprof's own. Read raw: the table's metamethods never run. */
+static const char *const OPTIONS[] = {"timer", "unit", "timeunit", "bias", "lines", "tree_cap",
+                                      "subcalls", "builtins", "fast_path", NULL};
+
+/* Whether `a` is a likely typo of `b`: at most two single-character edits apart (and not
+   about as short as the edits). */
+static int close_to(const char *a, const char *b) {
+  size_t la = strlen(a), lb = strlen(b);
+  if (la > 31 || lb > 31 || la + 2 < lb || lb + 2 < la || la < 3) return 0;
+  size_t row[32];
+  for (size_t j = 0; j <= lb; j++) row[j] = j;
+  for (size_t i = 1; i <= la; i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= lb; j++) {
+      size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+      if (up + 1 < best) best = up + 1;
+      if (row[j - 1] + 1 < best) best = row[j - 1] + 1;
+      diag = up;
+      row[j] = best;
+    }
+  }
+  return row[lb] <= 2;
+}
+
+static int unknown_option(lua_State *L, const char *name) {
+  for (int i = 0; OPTIONS[i]; i++)
+    if (close_to(name, OPTIONS[i]))
+      return luaL_error(L, "cprof: unknown option '%s' (did you mean '%s'?)", name, OPTIONS[i]);
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  for (int i = 0; OPTIONS[i]; i++) {
+    if (i) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, OPTIONS[i]);
+  }
+  luaL_pushresult(&b);
+  return luaL_error(L, "cprof: unknown option '%s' (the options are %s)", name, lua_tostring(L, -1));
+}
+
+/* The value of option `name` of the table at index 1, pushed (nil when absent). */
+static int option(lua_State *L, const char *name) {
+  lua_pushstring(L, name);
+  lua_rawget(L, 1);
+  return lua_type(L, -1);
+}
+
+static int boolean_option(lua_State *L, const char *name, int dflt) {
+  int t = option(L, name);
+  int v = t == LUA_TNIL ? dflt : lua_toboolean(L, -1);
+  if (t != LUA_TNIL && t != LUA_TBOOLEAN)
+    return luaL_error(L, "cprof: option '%s' must be true or false, not a %s", name, luaL_typename(L, -1));
+  lua_pop(L, 1);
+  return v;
+}
+
+/* The built-in timers this process can have, for messages: "tsc, monotonic, ...". */
+static void push_timer_names(lua_State *L) {
+  static const char *const names[] = {"tsc", "monotonic", "cpu", "thread", "counter"};
+  luaL_Buffer b;
+  luaL_buffinit(L, &b);
+  int n = 0;
+  for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+    cprof_timer t;
+    if (cprof_timer_get(names[i], &t)) continue;
+    if (n++) luaL_addstring(&b, ", ");
+    luaL_addstring(&b, names[i]);
+  }
+  luaL_pushresult(&b);
+}
+
+/* The seconds per tick of a function timer: option 'unit', or 'timeunit', Python's name for
+   it; *name is the one given (NULL: neither). */
+static double unit_option(lua_State *L, const char **name) {
+  double unit = 0;
+  *name = NULL;
+  for (int i = 0; i < 2; i++) {
+    const char *opt = i ? "timeunit" : "unit";
+    if (option(L, opt) != LUA_TNIL) {
+      double u = lua_tonumber(L, -1);
+      if (!lua_isnumber(L, -1) || !(u > 0) || u == HUGE_VAL)
+        luaL_error(L, "cprof: option '%s' must be a positive number of seconds", opt);
+      if (*name && u != unit)
+        luaL_error(L, "cprof: options 'unit' and 'timeunit' are one option (Python's name and"
+                      " cprof's): give one");
+      unit = u;
+      *name = opt;
+    }
+    lua_pop(L, 1);
+  }
+  return unit;
+}
+
 static int l_new(lua_State *L) {
   cprof_timer timer = cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT;
-  int lines = 0, fast = fast_path_default();
+  int lines = 0, subcalls = 1, fast = fast_path_default();
   int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
   double unit = 0, bias = 0;
   if (lua_istable(L, 1)) {
-    lua_getfield(L, 1, "unit");
-    if (!lua_isnil(L, -1)) {
-      unit = lua_tonumber(L, -1);
-      if (!lua_isnumber(L, -1) || !(unit > 0))
-        return luaL_error(L, "cprof: option 'unit' must be a positive number of seconds");
+    lua_settop(L, 1);
+    lua_pushnil(L);
+    while (lua_next(L, 1)) {
+      lua_pop(L, 1);
+      if (lua_type(L, -1) != LUA_TSTRING)
+        return luaL_error(L, "cprof: options have names (Profile{lines = true}); a %s is no name",
+                          luaL_typename(L, -1));
+      int known = 0;
+      for (int i = 0; OPTIONS[i] && !known; i++) known = strcmp(lua_tostring(L, -1), OPTIONS[i]) == 0;
+      if (!known) return unknown_option(L, lua_tostring(L, -1));
     }
-    lua_getfield(L, 1, "timer");
-    if (lua_type(L, -1) == LUA_TSTRING) {
+    const char *unit_name;
+    unit = unit_option(L, &unit_name);
+    if (option(L, "timer") == LUA_TSTRING) {
       const char *why = cprof_timer_get(lua_tostring(L, -1), &timer);
-      if (why) return luaL_error(L, "cprof: timer '%s': %s", lua_tostring(L, -1), why);
-      if (unit > 0) return luaL_error(L, "cprof: option 'unit' goes with a function timer");
+      if (why) {
+        push_timer_names(L);
+        return luaL_error(L, "cprof: timer '%s': %s (the timers are %s, or one the host registered)",
+                          lua_tostring(L, -2), why, lua_tostring(L, -1));
+      }
+      if (unit_name) return luaL_error(L, "cprof: option '%s' goes with a function timer", unit_name);
     } else if (lua_isfunction(L, -1)) {
       timer_fn = lua_gettop(L);
     } else if (!lua_isnil(L, -1)) {
       return luaL_error(L, "cprof: option 'timer' must be a timer name or a function, not a %s",
                         luaL_typename(L, -1));
-    } else if (unit > 0) {
-      return luaL_error(L, "cprof: option 'unit' goes with a function timer");
+    } else if (unit_name) {
+      return luaL_error(L, "cprof: option '%s' goes with a function timer", unit_name);
     }
-    lua_getfield(L, 1, "lines");
-    lines = lua_toboolean(L, -1);
-    lua_pop(L, 1);
-    lua_getfield(L, 1, "fast_path");
-    if (lua_isboolean(L, -1)) fast = lua_toboolean(L, -1);
-    else if (!lua_isnil(L, -1))
-      return luaL_error(L, "cprof: option 'fast_path' must be a boolean, not a %s",
-                        luaL_typename(L, -1));
-    lua_pop(L, 1);
-    lua_getfield(L, 1, "bias");
-    if (!lua_isnil(L, -1)) {
+    lines = boolean_option(L, "lines", 0);
+    fast = boolean_option(L, "fast_path", fast);
+    subcalls = boolean_option(L, "subcalls", 1);
+    if (!boolean_option(L, "builtins", 1))
+      return luaL_error(L, "cprof: option 'builtins' cannot be false: cprof always records C"
+                           " functions");
+    if (option(L, "bias") != LUA_TNIL) {
       bias = lua_tonumber(L, -1);
       if (!lua_isnumber(L, -1) || bias != bias)
         return luaL_error(L, "cprof: option 'bias' must be a number of seconds per event");
     }
     lua_pop(L, 1);
-    lua_getfield(L, 1, "tree_cap");
-    if (!lua_isnil(L, -1)) {
+    if (option(L, "tree_cap") != LUA_TNIL) {
       lua_Number cap = lua_tonumber(L, -1);
       if (!lua_isnumber(L, -1) || cap < 1 || cap > 4e9 || cap != (lua_Number)(uint32_t)cap)
         return luaL_error(L, "cprof: option 'tree_cap' must be a whole number from 1 to 4e9");
@@ -112,13 +213,14 @@ static int l_new(lua_State *L) {
     }
     lua_pop(L, 1);
   } else if (!lua_isnoneornil(L, 1)) {
-    return luaL_argerror(L, 1, "options table expected");
+    return luaL_error(L, "bad argument #1 to 'Profile' (table expected, got %s)", luaL_typename(L, 1));
   }
   Profiler *P = push_profile(L, &timer, timer_fn, unit);
   P->tree.limit = tree_cap;
   P->lines.on = lines;
   P->public_only = !fast;
   P->bias = bias;
+  ((LProfile *)P)->subcalls = subcalls;
   return 1;
 }
 
@@ -135,6 +237,7 @@ static int l_sibling(lua_State *L) {
   P->lines.on = lp->P.lines.on;
   P->public_only = lp->P.public_only;
   P->bias = lp->P.bias;
+  ((LProfile *)P)->subcalls = lp->subcalls;
   return 1;
 }
 
@@ -217,19 +320,25 @@ static int l_runcall(lua_State *L) {
   return lua_gettop(L) - 1;
 }
 
-/* Readings a Lua function timer got wrong are part of what a report must say. */
-static void set_timer_errors(lua_State *L, Profiler *P) {
-  const LuaTimer *lt = &((LProfile *)P)->lt;
-  if (lt->ref == LUA_NOREF || lt->errors == 0) return;
-  lua_pushinteger(L, lt->errors);
-  lua_setfield(L, -2, "timer_errors");
+/* What a report must say besides the numbers, set in the table at the top: the readings a Lua
+   function timer got wrong, and subcalls = false for a profile made without caller data. */
+static void set_extras(lua_State *L, Profiler *P) {
+  const LProfile *lp = (LProfile *)P;
+  if (lp->lt.ref != LUA_NOREF && lp->lt.errors != 0) {
+    lua_pushinteger(L, lp->lt.errors);
+    lua_setfield(L, -2, "timer_errors");
+  }
+  if (!lp->subcalls) {
+    lua_pushboolean(L, 0);
+    lua_setfield(L, -2, "subcalls");
+  }
 }
 
 static int l_getstats(lua_State *L) {
   Profiler *P = check(L);
   ident_name_all(P, L);
   if (snap_push_stats(L, P)) return luaL_error(L, "cprof: out of memory");
-  set_timer_errors(L, P);
+  set_extras(L, P);
   return 1;
 }
 
@@ -238,7 +347,7 @@ static int l_snapshot(lua_State *L) {
   ident_name_all(P, L);
   snap_push_snapshot(L, P, P->enabled ? now_ns() - P->enabled_at : 0);
   lua_getfield(L, -1, "meta");
-  set_timer_errors(L, P);
+  set_extras(L, P);
   lua_pop(L, 1);
   return 1;
 }
@@ -246,6 +355,14 @@ static int l_snapshot(lua_State *L) {
 static int l_getpid(lua_State *L) {
   lua_pushinteger(L, (lua_Integer)getpid());
   return 1;
+}
+
+/* Sets a variable of the process's environment, which the programs it starts inherit
+   (cprof.auto marks the process that started profiling, so that a child knows it is one). */
+static int l_setenv(lua_State *L) {
+  const char *name = luaL_checkstring(L, 1), *value = luaL_checkstring(L, 2);
+  if (setenv(name, value, 1) != 0) return luaL_error(L, "cprof: setenv %s: %s", name, strerror(errno));
+  return 0;
 }
 
 static int l_hostname(lua_State *L) {
@@ -322,6 +439,10 @@ int luaopen_cprof_core(lua_State *L) {
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, l_gc);
     lua_setfield(L, -2, "__gc");
+    /* local p <close> = cprof.Profile(): Python's `with Profile() as pr:` (disable() is
+       internal, marked above) */
+    lua_pushcfunction(L, l_disable);
+    lua_setfield(L, -2, "__close");
   }
   lua_createtable(L, 0, 4);
   lua_pushcfunction(L, l_new);
@@ -335,10 +456,13 @@ int luaopen_cprof_core(lua_State *L) {
   lua_pushcfunction(L, l_skew_layout);
   lua_setfield(L, -2, "skew_layout");
   static const luaL_Reg system[] = {
-    {"getpid", l_getpid}, {"hostname", l_hostname}, {"mtime", l_mtime}, {NULL, NULL}};
+    {"getpid", l_getpid}, {"hostname", l_hostname}, {"mtime", l_mtime}, {"setenv", l_setenv},
+    {NULL, NULL}};
   luaL_setfuncs(L, system, 0);
   lua_getfield(L, -2, "__index");
   lua_setfield(L, -2, "methods");
+  lua_pushvalue(L, -2);
+  lua_setfield(L, -2, "metatable");
   lua_remove(L, -2);
   ldump_register(L);
   lmemory_register(L);

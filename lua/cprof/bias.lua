@@ -14,6 +14,8 @@
 -- A time that would go negative is set to 0 and counted (meta.bias_clamped): the bias is then
 -- too large for that function, as profile.py's comments warn.
 
+local profdata = require "cprof.profdata"
+
 local M = {}
 
 local function clamp(x, counter)
@@ -50,7 +52,8 @@ end
 --- apply(d, bias): a copy of profile data `d` (the columnar form of Profile:snapshot() and of
 --- dumps) with `bias` seconds per event subtracted; bias defaults to d.meta.bias.
 function M.apply(d, bias)
-  local meta = copy(d.meta or {})
+  profdata.check(d)
+  local meta = copy(type(d.meta) == "table" and d.meta or {})
   bias = bias or meta.bias or 0
   if bias == 0 or meta.bias_applied then return d end
   local frames, edges, nodes = d.frames, d.edges or { n = 0 }, d.nodes or { n = 0 }

@@ -8,29 +8,47 @@
 -- The Profile object and its hot path are C (cprof.core); this file adds what Python's
 -- profile.Profile adds on top of the C profiler: run, runctx and printing.
 
-local core = require "cprof.core"
+local version = require "cprof.version"
+local core = version.core()
 local report = require "cprof.report"
+local args = require "cprof.args"
 
-local cprof = { _VERSION = "cprof scm" }
+local cprof = { _VERSION = "cprof " .. version.VERSION }
 
 --- cprof.memory: cprof's allocator, its statistics and memory reports (docs/MEMORY.md).
 cprof.memory = require "cprof.memory"
 
 local methods = core.methods
+args.name_objects(core.metatable, "cprof.Profile")
 
 local bias_mod = require "cprof.bias"
 local profdata = require "cprof.profdata"
 local dump = require "cprof.dump"
 
+local type, next, pcall, error, getmetatable, setmetatable, rawget, rawequal, ipairs =
+  type, next, pcall, error, getmetatable, setmetatable, rawget, rawequal, ipairs
+
+local function is_profile(v)
+  return type(v) == "userdata" and getmetatable(v) == core.metatable
+end
+
+-- The check of `self` in the methods written here, worded as Lua words it for C methods.
+local function check_self(p, fname)
+  args.check_self(is_profile(p), p, fname, "cprof.Profile", 1)
+end
+
 --- The bias (seconds per event) of profiles made without a `bias` option, as Python's
 --- profile.Profile.bias; 0 until set (Profile:calibrate measures one).
 cprof.bias = 0
 
---- Profile([opts]): a new, disabled profile (options in docs/API.md).
+--- Profile([opts]): a new, disabled profile (options in docs/API.md).  The options table is
+--- read raw: its metamethods never run.
 function cprof.Profile(opts)
-  if cprof.bias ~= 0 and (opts == nil or (type(opts) == "table" and opts.bias == nil)) then
+  if cprof.bias ~= 0 and (opts == nil or (type(opts) == "table" and rawget(opts, "bias") == nil)) then
     local o = { bias = cprof.bias }
-    for k, v in pairs(opts or {}) do o[k] = v end
+    if opts ~= nil then
+      for k, v in next, opts do o[k] = v end
+    end
     opts = o
   end
   local ok, p = pcall(core.new, opts)
@@ -38,27 +56,87 @@ function cprof.Profile(opts)
   return p
 end
 
+local raw_snapshot, raw_getstats = methods.snapshot, methods.getstats
+
+-- The data of a profile made with subcalls = false (cProfile's option): no caller/callee
+-- edges and no call tree.  The bias is subtracted first, since it needs both (a function's own
+-- time holds an event per call it made: meta.bias_applied), and memory charged to the tree
+-- moves to the frames' own columns.
+local function without_subcalls(d)
+  d = bias_mod.apply(d)
+  local frames = d.frames
+  local mem = profdata.frame_memory(frames, d.nodes)
+  if mem then
+    for _, c in ipairs(profdata.MEMORY_COLUMNS) do
+      local col = {}
+      for i = 1, frames.n do col[i] = mem[i][c] end
+      frames[c] = col
+    end
+  end
+  d.edges, d.nodes = { n = 0 }, { n = 0 }
+  for _, c in ipairs(profdata.EDGE_COLUMNS) do d.edges[c] = {} end
+  for _, c in ipairs(profdata.NODE_COLUMNS) do d.nodes[c] = {} end
+  return d
+end
+
+--- The columnar data of the profile (docs/API.md, "Dumps").
+function methods:snapshot()
+  check_self(self, "snapshot")
+  local d = raw_snapshot(self)
+  if d.meta.subcalls == false then d = without_subcalls(d) end
+  return d
+end
+
+--- The profile's numbers as plain tables (docs/API.md): the numbers the reports show, so with a
+--- bias set it is subtracted (which needs the call tree: the table is then made from the
+--- profile's data and carries its `meta`).
+function methods:getstats()
+  check_self(self, "getstats")
+  if self:bias() == 0 then
+    local st = raw_getstats(self)
+    if st.subcalls == false then
+      for _, e in ipairs(st.entries) do e.callers = {} end
+    end
+    return st
+  end
+  local st = profdata.to_stats(self:report_data())
+  st.timer_errors, st.subcalls = st.meta.timer_errors, st.meta.subcalls
+  return st
+end
+
 --- The profile's numbers for a report: its data with the bias subtracted.
 function methods:report_data()
+  check_self(self, "report_data")
   return bias_mod.apply(self:snapshot())
+end
+
+--- Writes the profile for other tools: p:export(format, file_or_stream [, opts]) (cprof.export).
+function methods:export(format, out, opts)
+  return require("cprof.export").export(format, self, out, opts)
 end
 
 --- Prints the report to stdout, sorted by `sort` (default: standard name, as Python does).
 function methods:print_stats(sort)
+  check_self(self, "print_stats")
   if sort == nil then sort = -1 end
+  local err = report.sort_error(sort)
+  if err then error(err, 2) end
   report.print(self:report_data(), { sort = sort })
   return self
 end
 
+-- calibrate's bound: 5 tries of n calls, profiled and not, stay within seconds.
+local CALIBRATE_MAX = 10000000
+
 --- Measures the cost per event that cprof's clock readings cannot see, as Python's
---- profile.Profile.calibrate(m): runs `n` calls (default 100000) of a tiny function without
---- and with profiling, on this profile's timer, and takes (profiled - unprofiled) time per
---- event, the median of five tries. Sets this profile's bias and returns it.
+--- profile.Profile.calibrate(m): runs `n` calls (default 100000, at most 10^7) of a tiny
+--- function without and with profiling, on this profile's timer, and takes (profiled -
+--- unprofiled) time per event, the median of five tries. Sets this profile's bias and returns it.
 function methods:calibrate(n)
+  check_self(self, "calibrate")
   n = n or 100000
-  if type(n) ~= "number" or n < 1 or n % 1 ~= 0 then
-    error("cprof: calibrate needs a whole number of calls, not " .. tostring(n), 2)
-  end
+  args.check(type(n) == "number" and n >= 1 and n <= CALIBRATE_MAX and n % 1 == 0, n, 1,
+             "calibrate", "a whole number of calls from 1 to " .. CALIBRATE_MAX)
   local function f1(k) local x for _ = 1, k do x = 1 end return x end
   local function f(m) for _ = 1, m do f1(2) end end
   local lines = { [debug.getinfo(f, "S").linedefined] = true, [debug.getinfo(f1, "S").linedefined] = true }
@@ -90,17 +168,26 @@ local function shell_word(w)
   return "'" .. w:gsub("'", [['\'']]) .. "'"
 end
 
+-- A word of the program's `arg` table as text, without running any of its metamethods.
+local function arg_text(v)
+  if type(v) == "string" then return v end
+  if type(v) == "number" then return ("%.14g"):format(v) end
+  return "<" .. type(v) .. ">"
+end
+
 --- The command line of this process, from the global `arg` (interpreter, its options, the
---- script and its arguments), or "" when there is no `arg`.
+--- script and its arguments), or "" when there is no `arg`.  The table is read raw: a program's
+--- strict `arg` (a metatable that raises on missing keys) is never consulted.
 function cprof.command_line()
   local a = rawget(_G, "arg")
   if type(a) ~= "table" then return "" end
   local lo = 0
-  while a[lo - 1] ~= nil do lo = lo - 1 end
+  while rawget(a, lo - 1) ~= nil do lo = lo - 1 end
   local words = {}
-  for i = lo, #a do
-    if a[i] == nil then break end
-    words[#words + 1] = shell_word(a[i])
+  local i = lo
+  while rawget(a, i) ~= nil do
+    words[#words + 1] = shell_word(arg_text(rawget(a, i)))
+    i = i + 1
   end
   return table.concat(words, " ")
 end
@@ -127,11 +214,13 @@ end
 --- when cprof's allocator is installed in this state, the allocator snapshot (memory.stats()
 --- now: groups mem_caches, mem_types, mem_arenas, mem_free_lists and meta keys mem_*).
 function methods:dump_data()
+  check_self(self, "dump_data")
   local d = self:snapshot()
   local meta = d.meta
   meta.command = cprof.command_line()
   meta.pid = process_id()
   meta.host = host_name()
+  meta.cprof_version = version.VERSION
   if cprof.memory.installed() then profdata.set_allocator(d, cprof.memory.stats()) end
   return d
 end
@@ -139,9 +228,8 @@ end
 --- Writes the profile to `file` as a cprof dump (cprof.load and cprof-stats read it).
 --- Raises "cprof: <file>: <reason>" when it cannot.
 function methods:dump_stats(file)
-  if type(file) ~= "string" then
-    error(("cprof: dump_stats needs a file name, not a %s"):format(type(file)), 2)
-  end
+  check_self(self, "dump_stats")
+  dump.check_path(file, "dump_stats", 2)
   dump.write(file, self:dump_data())
   return self
 end
@@ -149,7 +237,8 @@ end
 --- Reads a dump written by dump_stats (or cprof.auto with CPROF_OUT): the data table of
 --- docs/API.md.  Raises "cprof: <file>: <reason>" for a missing or bad file.
 function cprof.load(file)
-  return dump.read(file)
+  local d = dump.read(file, "load") -- not a tail call: a bad argument is reported at the caller
+  return d
 end
 
 local function compile(code, env)
@@ -163,32 +252,48 @@ local function compile(code, env)
   return chunk
 end
 
---- An environment in which names are looked up in `locals` first, then in `env`; new
---- globals go to `locals`, as Python's exec(code, globals, locals) does.
-local function scope(env, locals)
-  if locals == nil or locals == env then return env end
-  return setmetatable({}, {
-    __index = function(_, k)
-      local v = locals[k]
-      if v ~= nil then return v end
-      return env[k]
-    end,
-    __newindex = locals,
-  })
+-- Checks runctx's environments (raising at the line that called runctx).
+local function check_scope(env, locals)
+  local level = 3
+  if type(env) ~= "table" then
+    error(("cprof: runctx needs an environment table, not a %s"):format(type(env)), level)
+  end
+  if locals == nil or rawequal(locals, env) then return end
+  if type(locals) ~= "table" then
+    error(("cprof: runctx's locals must be a table, not a %s"):format(type(locals)), level)
+  end
+  if getmetatable(locals) ~= nil then
+    error("cprof: runctx's locals must be a table without a metatable (cprof gives it one for"
+      .. " the run)", level)
+  end
+end
+
+-- Runs `chunk` (compiled with env `locals`) under p and returns pcall's results.  Names are
+-- looked up in `locals` first, then in `env`, and new globals go to `locals`, as Python's
+-- exec(code, globals, locals) does: for the run, `locals` gets `env` as its __index — a table,
+-- so no function of cprof's runs on a lookup, or shows in the profile.
+local function run_scoped(p, chunk, env, locals)
+  if locals == nil or rawequal(locals, env) then return pcall(p.runcall, p, chunk) end
+  local mt = { __index = env }
+  setmetatable(locals, mt)
+  local ok, err = pcall(p.runcall, p, chunk)
+  if getmetatable(locals) == mt then setmetatable(locals, nil) end
+  return ok, err
 end
 
 --- Profiles `code` (a string of Lua) run in the global environment. Returns the profile.
 function methods:run(code)
+  check_self(self, "run")
   self:runcall(compile(code, _G))
   return self
 end
 
 --- Profiles `code` run with globals `env` and, if given, `locals` looked up first.
 function methods:runctx(code, env, locals)
-  if type(env) ~= "table" then
-    error(("cprof: runctx needs an environment table, not a %s"):format(type(env)), 2)
-  end
-  self:runcall(compile(code, scope(env, locals)))
+  check_self(self, "runctx")
+  check_scope(env, locals)
+  local ok, err = run_scoped(self, compile(code, locals or env), env, locals)
+  if not ok then error(err, 0) end
   return self
 end
 
@@ -204,10 +309,19 @@ local function finish(p, filename, sort, ok, err)
   return p
 end
 
+-- cprof.run's and cprof.runctx's sort, checked before anything runs.
+local function check_sort(sort)
+  if sort == nil then return end
+  local err = report.sort_error(sort)
+  if err then error(err, 3) end
+end
+
 --- cprof.run(code [, filename [, sort]]): profiles `code`; prints the report to stdout, or
 --- writes a dump to `filename` when given.  An error in `code` propagates after the report or
 --- the dump, with profiling off.
 function cprof.run(code, filename, sort)
+  if filename ~= nil then dump.check_path(filename, "run", 2, 2) end
+  check_sort(sort)
   local p = cprof.Profile()
   local chunk = compile(code, _G)
   local ok, err = pcall(p.runcall, p, chunk)
@@ -216,13 +330,35 @@ end
 
 --- cprof.runctx(code, env, locals [, filename [, sort]]).
 function cprof.runctx(code, env, locals, filename, sort)
-  if type(env) ~= "table" then
-    error(("cprof: runctx needs an environment table, not a %s"):format(type(env)), 2)
-  end
+  check_scope(env, locals)
+  if filename ~= nil then dump.check_path(filename, "runctx", 2, 4) end
+  check_sort(sort)
   local p = cprof.Profile()
-  local chunk = compile(code, scope(env, locals))
-  local ok, err = pcall(p.runcall, p, chunk)
-  return finish(p, filename, sort, ok, err)
+  local chunk = compile(code, locals or env)
+  return finish(p, filename, sort, run_scoped(p, chunk, env, locals))
+end
+
+--- The profiles of cprof.region, by name.
+cprof.regions = {}
+
+--- cprof.region(name [, opts]): the profile of region `name`, enabled, to be closed:
+---   do local p <close> = cprof.region("parse") ... end
+--- The first region of a name makes its profile with `opts` (cprof.Profile's); closing it
+--- disables it, and the next region of the same name adds to it (cprof.regions[name]).
+function cprof.region(name, opts)
+  args.check(type(name) == "string", name, 1, "region", "string")
+  local p = cprof.regions[name]
+  if p == nil then
+    local ok, made = pcall(cprof.Profile, opts)
+    if not ok then error(made, 2) end
+    p = made
+    cprof.regions[name] = p
+  elseif opts ~= nil then
+    error(("cprof: region '%s' was made already; its options are given the first time"):format(name), 2)
+  end
+  local ok, err = pcall(p.enable, p)
+  if not ok then error(err, 2) end
+  return p
 end
 
 for _, f in pairs(methods) do

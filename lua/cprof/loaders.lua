@@ -18,6 +18,7 @@ local profdata = require "cprof.profdata"
 local bias = require "cprof.bias"
 local dump = require "cprof.dump"
 local marshal = require "cprof.pstats.marshal"
+local args = require "cprof.args"
 
 local M = {}
 
@@ -217,7 +218,16 @@ function M.getstats(st, data)
     M.put(st, keys[i], { cc, nc, tt, ct, callers }, what, lastline)
     M.put_extra(st, keys[i], entry_lines(e, where), entry_memory(e, where))
   end
-  add_meta(st, data.meta)
+  local meta = data.meta
+  -- A profile's getstats() has the timer's failed readings outside its meta.
+  if type(data.timer_errors) == "number" and (type(meta) ~= "table" or meta.timer_errors == nil) then
+    local m = { timer_errors = data.timer_errors }
+    if type(meta) == "table" then
+      for k, v in pairs(meta) do m[k] = v end
+    end
+    meta = m
+  end
+  add_meta(st, meta)
 end
 
 ---------------------------------------------------------------------------
@@ -230,6 +240,7 @@ function M.data(st, d)
   local ok, applied = pcall(bias.apply, d)
   -- Malformed data: cprof.profdata.to_stats says what is wrong with it.
   M.getstats(st, profdata.to_stats(ok and applied or d))
+  if st.trees then st.trees[#st.trees + 1] = ok and applied or d end
   if st.allocator == nil then st.allocator = profdata.allocator(d) end
 end
 
@@ -243,6 +254,8 @@ function M.stats(st, other)
     M.put_extra(st, key, other.lines[key], other.mem[key])
   end
   if other.memory then st.memory = true end
+  if not other.trees then st.trees = false end
+  for _, t in ipairs(st.trees and other.trees or {}) do st.trees[#st.trees + 1] = t end
   if st.allocator == nil then st.allocator = other.allocator end
   for _, f in ipairs(other.files) do st.files[#st.files + 1] = f end
   st.timer, st.unit = other.timer, other.unit
@@ -270,6 +283,8 @@ end
 --- "\x89CPROF\r\n"), "pstats" (a Python marshal dict: '{', with or without the FLAG_REF
 --- bit), or nil when it is neither or cannot be read.
 function M.file_kind(path)
+  args.check(type(path) == "string", path, 1, "file_kind", "file name")
+  if not dump.is_regular(path) then return nil end -- a FIFO's opening would wait for a writer
   local f = io.open(path, "rb")
   if not f then return nil end
   local ok, head = pcall(f.read, f, 8)
@@ -283,6 +298,7 @@ end
 --- The `files` line of a dump: "<ctime(mtime)>    <path>", as pstats writes it, or the path
 --- alone when the modification time cannot be read (as pstats does when os.stat fails).
 function M.file_line(path)
+  args.check(type(path) == "string", path, 1, "file_line", "file name")
   local mt = dump.mtime(path)
   if mt then return pyfmt.ctime(mt) .. "    " .. path end
   return path
@@ -292,12 +308,26 @@ end
 --- cprof.dump, which also explains what is wrong with anything else).  Errors are
 --- "cprof: <path>: <reason>".
 function M.file(st, path)
+  dump.check_file(path)
   if M.file_kind(path) == "pstats" then
     M.pstats(st, marshal.load_stats(path))
+    st.trees = false
   else
     M.data(st, dump.read(path))
   end
   st.files[#st.files + 1] = M.file_line(path)
+end
+
+--- What the file at `path` is, once read whole and checked ("cprof dump, format version 2, 11
+--- sections, checksums match"; "Python pstats file, no checksums"), as cprof-stats --verify says
+--- it.  Raises "cprof: <path>: <reason>" for a file that cannot be read or is damaged.
+function M.verify(path)
+  dump.check_file(path)
+  if M.file_kind(path) == "pstats" then
+    marshal.load_stats(path)
+    return "Python pstats file, no checksums"
+  end
+  return "cprof dump, " .. dump.verify(path)
 end
 
 return M

@@ -15,8 +15,9 @@
 ---
 --- Under LuaJIT install() raises an error (see docs/MEMORY.md); the module still loads.
 
-local core = require "cprof.core"
+local core = require("cprof.version").core()
 local allocator = require "cprof.report.allocator"
+local args = require "cprof.args"
 local C = core.memory
 
 local memory = {}
@@ -48,20 +49,40 @@ memory.fail_after = C.fail_after
 --- uninstall(): raises an error: it cannot be done safely (docs/MEMORY.md).
 memory.uninstall = C.uninstall
 
--- A function that writes its arguments to `stream` (default io.stdout).
-local function writer(stream)
-  stream = stream or io.stdout
-  return function(...) stream:write(...) end
+-- Runs printer(w, s) with `w` collecting what it writes, then writes the text to `stream`
+-- (default io.stdout) in one call, as every report of cprof writes: a stream needs only a
+-- write method that takes one string.
+local function print_to(stream, fname, printer, s)
+  args.check(stream == nil or args.is_stream(stream), stream, 1, fname,
+             "an object with a write method", 1)
+  args.check(s == nil or type(s) == "table", s, 2, fname, "statistics table (memory.stats())", 1)
+  local buf = {}
+  printer(function(...)
+    for i = 1, select("#", ...) do buf[#buf + 1] = (select(i, ...)) end
+  end, s or C.stats())
+  ;(stream or io.stdout):write(table.concat(buf))
 end
 
 --- kmemstat, free, arena_stats, slab_stats, types, waste and report([stream], [stats]): the
 --- reports of cprof.report.allocator (Akaros's layouts) written to `stream` (default
---- io.stdout), from `stats` (what stats() returned, now or earlier: a dump's allocator snapshot,
---- see cprof.profdata.allocator) or, without it, a new reading of this state's allocator.
+--- io.stdout) with one write, from `stats` (what stats() returned, now or earlier: a dump's
+--- allocator snapshot, see cprof.profdata.allocator) or, without it, a new reading of this
+--- state's allocator.
 for _, name in ipairs({ "kmemstat", "free", "arena_stats", "slab_stats", "types", "waste",
                         "report" }) do
-  local print_report = allocator[name]
-  memory[name] = function(stream, s) return print_report(writer(stream), s or C.stats()) end
+  local printer = allocator[name]
+  memory[name] = function(stream, s) print_to(stream, name, printer, s) end
+end
+
+local TRACE_VERBS = { start = true, stop = true, print = true, text = true, reset = true,
+                      data = true }
+local TRACE_USAGE = "start, stop, print, text, reset or data"
+
+-- Calls C function f with the arguments; its error is raised at the line that called trace.
+local function call(f, ...)
+  local ok, res = pcall(f, ...)
+  if not ok then error(res, 3) end
+  return res
 end
 
 --- trace(cmd, cache[, stream]): Akaros's slab_trace for one cache, e.g. "table_56".
@@ -69,25 +90,38 @@ end
 ---            removes its record, so the records are the live objects allocated since start
 ---   "stop"   stop recording; the records stay as they are (frees no longer remove them)
 ---   "print"  write the records grouped by stack, most bytes first, to stream (default
----            io.stdout); returns the text
+---            io.stdout), with one write; returns nothing, as print does
+---   "text"   returns that text
 ---   "reset"  forget the records
 ---   "data"   returns the records as a table (cache, on, stacks, dropped, sites = { live,
----            bytes, allocs, frames = { src, line, defined } })
---- One cache is traced at a time. While tracing, every allocation and free takes the checked
---- path of the allocator (a few times slower).
+---            bytes, allocs, frames = { src, line, defined } }), or nil when none is traced
+--- For print, text and data the cache may be left out (the one traced). One cache is traced at
+--- a time. While tracing, every allocation and free takes the checked path of the allocator (a
+--- few times slower).
 function memory.trace(cmd, cache, stream)
-  if cmd == "print" then
-    local d = C.trace_data()
-    if cache and d and d.cache ~= cache then
-      error(("cprof.memory.trace(print, %s): that cache is not traced"):format(tostring(cache)), 2)
-    end
-    local text = allocator.trace_text(d)
-    writer(stream)(text)
-    return text
-  elseif cmd == "data" then
-    return C.trace_data()
+  if not TRACE_VERBS[cmd] then
+    args.fail(1, "trace", type(cmd) == "string" and ("invalid option '%s': %s"):format(cmd, TRACE_USAGE)
+      or (TRACE_USAGE .. " expected, got " .. args.typename(cmd)))
   end
-  return C.trace(cmd, cache)
+  local reads = cmd == "print" or cmd == "text" or cmd == "data"
+  args.check(type(cache) == "string" or (reads and cache == nil), cache, 2, "trace",
+             "cache name (as in memory.stats().caches)")
+  if cmd == "print" then
+    args.check(stream == nil or args.is_stream(stream), stream, 3, "trace",
+               "an object with a write method")
+  end
+  if not reads then
+    call(C.trace, cmd, cache)
+    return
+  end
+  local d = call(C.trace_data)
+  if cache and d and d.cache ~= cache then
+    error(("cprof.memory.trace(%s, %s): that cache is not traced"):format(cmd, cache), 2)
+  end
+  if cmd == "data" then return d end
+  local text = allocator.trace_text(d)
+  if cmd == "text" then return text end
+  ;(stream or io.stdout):write(text)
 end
 
 return memory

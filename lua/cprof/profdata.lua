@@ -31,6 +31,7 @@
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
 
 local funckey = require "cprof.funckey"
+local args = require "cprof.args"
 
 local M = {}
 
@@ -84,6 +85,8 @@ local function section(d, name, cols, optional)
   return s
 end
 
+--- The frames, edges and nodes sections of profile data `d`, checked to be tables of columns;
+--- raises "cprof.data: ..." (no position: the data is at fault) when they are not.
 local function check(d)
   if type(d) ~= "table" then fail("profile data must be a table, not a %s", type(d)) end
   local frames = section(d, "frames", M.FRAME_COLUMNS)
@@ -91,6 +94,7 @@ local function check(d)
   local nodes = section(d, "nodes", M.NODE_COLUMNS, true)
   return frames, edges, nodes
 end
+M.check = check
 
 -- A line number as text: 7 and 7.0 are the same line.
 local function line_text(line)
@@ -102,6 +106,8 @@ end
 
 --- The identity of frame i: C functions by name, others by (file, line, name).
 local function frame_id(f, i)
+  args.check(type(f) == "table" and type(f.name) == "table" and type(f.kind) == "table", f, 1,
+             "frame_id", "frames section")
   local name = tostring(f.name[i])
   if f.kind[i] == "C" then return "C\0" .. name end
   return "L\0" .. tostring(f.file[i]) .. "\0" .. line_text(f.line[i]) .. "\0" .. name
@@ -129,6 +135,8 @@ M.zero_memory = zero_memory
 --- max_size }: counts and bytes summed; the smallest and largest sizes of the allocations of
 --- both (a record without allocations has no sizes to compare).
 function M.add_memory(a, b)
+  args.check(type(a) == "table", a, 1, "add_memory", "memory record")
+  args.check(type(b) == "table", b, 2, "add_memory", "memory record")
   local out = {}
   for _, c in ipairs(MEM_COLS) do out[c] = (a[c] or 0) + (b[c] or 0) end
   local an, bn = a.alloc_count or 0, b.alloc_count or 0
@@ -152,8 +160,8 @@ local function has_memory(g)
   return type(g) == "table" and type(g.alloc_count) == "table"
 end
 
--- Memory per frame: the frames' own columns when they have them (data made from a Stats), else
--- the sum of the frame's tree nodes.  nil when d has no memory.
+--- Memory per frame: the frames' own columns when they have them (data made from a Stats), else
+--- the sum of the frame's tree nodes.  nil when d has no memory.
 local function frame_memory(frames, nodes)
   local per = {}
   if has_memory(frames) then
@@ -168,6 +176,7 @@ local function frame_memory(frames, nodes)
   end
   return per
 end
+M.frame_memory = frame_memory
 
 ---------------------------------------------------------------------------
 -- to_stats
@@ -253,12 +262,14 @@ end
 ---------------------------------------------------------------------------
 
 local SUMMED_META = { total_time = true, tree_folded = true, dropped = true,
-                      bias_clamped = true, memory_lost = true }
+                      bias_clamped = true, memory_lost = true, timer_errors = true }
 
---- The meta of the sum of two profiles: total_time, tree_folded, dropped, bias_clamped and
---- memory_lost are summed, the rest comes from `a` (from `b` where `a` has nothing), and
---- `merged` counts the profiles.
+--- The meta of the sum of two profiles: total_time, tree_folded, dropped, bias_clamped,
+--- memory_lost and timer_errors are summed, the rest comes from `a` (from `b` where `a` has
+--- nothing), and `merged` counts the profiles.
 function M.merge_meta(a, b)
+  args.check(type(a) == "table", a, 1, "merge_meta", "meta table")
+  args.check(type(b) == "table", b, 2, "merge_meta", "meta table")
   a, b = a or {}, b or {}
   local m = {}
   for k, v in pairs(b) do m[k] = v end

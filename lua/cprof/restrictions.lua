@@ -6,6 +6,7 @@
 
 local funckey = require "cprof.funckey"
 local pyfmt = require "cprof.pyfmt"
+local patmatch = require "cprof.patmatch"
 
 local M = {}
 
@@ -73,27 +74,63 @@ local function split_alternatives(p)
   return alts
 end
 
+-- A function per alternative of pattern `p` that says whether a name matches it, in time
+-- bounded by cprof.patmatch; or nil (a malformed pattern) and, for a pattern refused as too
+-- costly, why.
+local function matchers_of(p)
+  local alts = split_alternatives(p)
+  if not alts then return nil end
+  local out = {}
+  for i, a in ipairs(alts) do
+    local auto, reps = patmatch.compile(a)
+    if reps <= patmatch.MAX_BACKTRACKING then
+      out[i] = function(s) return sfind(s, a) ~= nil end -- fast, and bounded
+    elseif auto then
+      out[i] = function(s) return patmatch.find(s, auto) end
+    else
+      return nil, ("%%b or a back-reference with %d repetitions could take too long; at most"
+        .. " %d"):format(reps, patmatch.MAX_BACKTRACKING)
+    end
+  end
+  return out
+end
+
+--- A function that says whether a name matches restriction pattern `p` ("|" separates
+--- alternatives; bounded in time as the reports' restrictions are), or nil and why `p` is
+--- refused.  The exports and --diff restrict by it.
+function M.matcher(p)
+  local ms, why = matchers_of(p)
+  if not ms then return nil, why or "malformed pattern" end
+  return function(s)
+    for _, m in ipairs(ms) do
+      if m(s) then return true end
+    end
+    return false
+  end
+end
+
 -- Apply one restriction to `list` (pstats' eval_print_amount).  Returns the new list and `msg`
 -- with the line that says what the restriction did, if it did something.
 local function restrict(sel, list, msg)
   local new_list = list
   if type(sel) == "string" then
-    local alts = split_alternatives(sel)
+    local matchers, why = matchers_of(sel)
     local ok, res = false, nil
-    if alts then
+    if matchers then
       ok, res = pcall(function()
         local out = {}
         for _, f in ipairs(list) do
           local s = func_std_string(f)
-          for _, a in ipairs(alts) do
-            if sfind(s, a) then out[#out + 1] = f; break end
+          for _, match in ipairs(matchers) do
+            if match(s) then out[#out + 1] = f; break end
           end
         end
         return out
       end)
     end
     if not ok then
-      return list, msg .. sformat("   <Invalid regular expression %s>\n", pyfmt.py_str_repr(sel))
+      return list, msg .. sformat("   <Invalid regular expression %s%s>\n", pyfmt.py_str_repr(sel),
+                                  why and " (" .. why .. ")" or "")
     end
     new_list = res
   elseif type(sel) == "number" then

@@ -86,6 +86,15 @@ local function prefixed(word, from, to)
   return found, meanings
 end
 
+--- True when definition `def` (of resolve_sort_key) sorts by memory: cprof's own keys, whose
+--- order means nothing in a profile without memory numbers.
+function M.is_memory_key(def)
+  for i = NPSTATS_KEYS + 1, #SORT_DEFS do
+    if SORT_DEFS[i] == def then return true end
+  end
+  return false
+end
+
 --- Resolve one sort argument (full key, abbreviation, or SortKey value).
 --- Returns the definition { key, tuple, description }, or nil and a message.
 --- A prefix of one of pstats' keys means what it means among them (so 'l' stays line, as in

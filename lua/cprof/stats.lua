@@ -35,16 +35,18 @@ local lines_report = require "cprof.report.lines"
 local memory_report = require "cprof.report.memory"
 local rows = require "cprof.report.rows"
 local text_report = require "cprof.report.text"
+local args = require "cprof.args"
 
 local M = {}
 
 local Stats = {}
 Stats.__index = Stats
 M.Stats = Stats
+args.name_objects(Stats, "Stats")
 
-local type, pairs, ipairs, tostring, select, error, pcall, setmetatable, getmetatable, rawget =
-  type, pairs, ipairs, tostring, select, error, pcall, setmetatable, getmetatable, rawget
-local next, floor, concat = next, math.floor, table.concat
+local type, pairs, ipairs, select, error, pcall, setmetatable, getmetatable, rawget =
+  type, pairs, ipairs, select, error, pcall, setmetatable, getmetatable, rawget
+local next, floor, concat, rawequal = next, math.floor, table.concat, rawequal
 local unpack = table.unpack or unpack
 local func_std_string = funckey.func_std_string
 
@@ -61,38 +63,60 @@ M.title_line, M.memory_title_line = text_report.title_line, memory_report.memory
 -- Construction
 ---------------------------------------------------------------------------
 
+--- Whether `v` is a Stats object.
+function M.is_stats(v)
+  return getmetatable(v) == Stats
+end
+
+-- What Stats.new and add take, for messages.
+local SOURCES = "a profile, a getstats() or data table, a dump or pstats file name, or a Stats"
+M.SOURCES = SOURCES
+
+--- The kind of source `data` is ("none", "stats", "file", "getstats", "data", "profile": see
+--- load_stats), or nil.  Tables are read raw and an object's getstats is looked up under
+--- pcall: a hostile __index cannot stop the check.
+local function source_kind(data)
+  if data == nil then return "none" end
+  if getmetatable(data) == Stats then return "stats" end
+  if type(data) == "string" then return "file" end
+  if type(data) == "table" and rawget(data, "entries") ~= nil then return "getstats" end
+  if type(data) == "table" and rawget(data, "frames") ~= nil then return "data" end
+  local ok, getstats = pcall(function() return data.getstats end)
+  if ok and getstats ~= nil then return "profile" end
+  return nil
+end
+
+M.source_kind = source_kind
+
+-- Checks source argument #n of `fname`, at the line that called it.
+local function check_source(data, n, fname)
+  args.check(source_kind(data) ~= nil, data, n, fname, SOURCES, 1)
+end
+
 --- Load data: a getstats() table, a data table (Profile:snapshot(), cprof.load), the name of
 --- a dump or pstats file, an object with a getstats() method, or a Stats.
 function Stats:load_stats(data)
-  if data == nil then return self end
-  if getmetatable(data) == Stats then
+  args.check_self(getmetatable(self) == Stats, self, "load_stats", "Stats")
+  check_source(data, 1, "load_stats")
+  local kind = source_kind(data)
+  if kind == "stats" then
     loaders.stats(self, data)
-    return self
-  end
-  if type(data) == "string" then
+  elseif kind == "file" then
     loaders.file(self, data)
-    return self
-  end
-  if type(data) == "table" and data.entries ~= nil then
+  elseif kind == "getstats" then
     loaders.getstats(self, data)
-    return self
-  end
-  if type(data) == "table" and data.frames ~= nil then
+    self.trees = false
+  elseif kind == "data" then
     loaders.data(self, data)
-    return self
-  end
-  local ok, getstats = pcall(function() return data.getstats end)
-  if ok and getstats ~= nil then
+  elseif kind == "profile" then
     local st = data:getstats()
     if type(st) ~= "table" then
       error("cprof.stats: getstats() did not return a table", 0)
     end
     loaders.getstats(self, st)
-    return self
+    self.trees = false
   end
-  error(("cprof.stats: cannot create a Stats object from %s (expected a getstats() table,"
-    .. " a data table, a dump file name, a profile with getstats(), or a Stats)"):format(
-    tostring(data)), 0)
+  return self
 end
 
 -- The records of a pstats file (cprof.pstats.marshal.to_records), as loaders.pstats loads them
@@ -101,6 +125,7 @@ Stats._load_marshal = loaders.pstats
 
 --- Compute totals and the longest standard name (pstats' get_top_level_stats).
 function Stats:get_top_level_stats()
+  args.check_self(getmetatable(self) == Stats, self, "get_top_level_stats", "Stats")
   local total_calls, prim_calls, total_tt, max_len = 0, 0, 0, 0
   local top_level = {}
   for _, key in ipairs(self.order) do
@@ -135,11 +160,16 @@ end
 --- pstats.Stats(*args) does.  opts.stream: an object with :write(s) (default io.stdout).
 function Stats.new(...)
   local n = select("#", ...)
-  local args = { ... }
+  local sources = { ... }
   local opts = {}
-  if n >= 2 and is_opts(args[n]) then
-    opts = args[n]
+  if n >= 2 and is_opts(sources[n]) then
+    opts = sources[n]
     n = n - 1
+  end
+  for i = 1, n do check_source(sources[i], i, "new") end
+  if opts.stream ~= nil and not args.is_stream(opts.stream) then
+    args.fail(n + 1, "new", "opts.stream: an object with a write method expected, got "
+      .. args.typename(opts.stream))
   end
   local self = setmetatable({
     stats = {},          -- key -> { cc, nc, tt, ct, callers }
@@ -152,17 +182,19 @@ function Stats.new(...)
     allocator = nil,     -- the allocator snapshot of the first source that has one
     meta = nil,          -- the dump's meta (data tables and files), summed over sources
     files = {},          -- "<ctime>    <path>" lines (Stats loaded from files)
+    trees = {},          -- the sources' data tables, for cprof.export; false: one had no tree
     fcn_list = false,    -- sorted keys, or false for "Random listing order"
     sort_type = "",
     all_callees = nil,   -- computed lazily by the callees report
     total_calls = 0, prim_calls = 0, total_tt = 0, max_name_len = 0,
     top_level = {},
     timer = nil, unit = nil,
+    line_unit = nil,     -- print_lines' unit (seconds); nil: the timer's
     stream = opts.stream or io.stdout,
   }, Stats)
-  self:load_stats(args[1])
+  self:load_stats(sources[1])
   self:get_top_level_stats()
-  if n >= 2 then self:add(unpack(args, 2, n)) end
+  if n >= 2 then self:add(unpack(sources, 2, n)) end
   return self
 end
 M.new = Stats.new
@@ -171,12 +203,16 @@ M.new = Stats.new
 --- visited last to first, their files are appended, every function's cc, nc, tt and ct are
 --- summed and so are its callers.  The sort order is lost (re-sort).  Returns self.
 function Stats:add(...)
+  args.check_self(getmetatable(self) == Stats, self, "add", "Stats")
   local n = select("#", ...)
   local items = { ... }
+  for i = 1, n do check_source(items[i], i, "add") end
   local allocator = self.allocator
   for i = n, 1, -1 do
     local item = items[i]
-    if getmetatable(item) ~= Stats then item = Stats.new(item) end
+    -- Adding a Stats to itself doubles it, as in pstats: from a copy, so that the loop over
+    -- its records does not see what it adds.
+    if getmetatable(item) ~= Stats or rawequal(item, self) then item = Stats.new(item) end
     items[i] = item
     -- the timer and unit already known are kept
     local timer, unit = self.timer, self.unit
@@ -196,7 +232,7 @@ function Stats:add(...)
   return self
 end
 
-setmetatable(M, { __call = function(_, data, opts) return Stats.new(data, opts) end })
+setmetatable(M, { __call = function(_, ...) return Stats.new(...) end })
 
 ---------------------------------------------------------------------------
 -- Sorting, strip_dirs
@@ -205,6 +241,7 @@ setmetatable(M, { __call = function(_, data, opts) return Stats.new(data, opts) 
 --- sort_stats(...): sort by one or more keys (cprof.sortkeys; docs/REPORT.md).  No argument
 --- selects "Random listing order" (insertion order).  Returns self.
 function Stats:sort_stats(...)
+  args.check_self(getmetatable(self) == Stats, self, "sort_stats", "Stats")
   if select("#", ...) == 0 then
     self.fcn_list = false
     return self
@@ -218,6 +255,7 @@ end
 
 --- Reverse the current sort order (no effect when unsorted).  Returns self.
 function Stats:reverse_order()
+  args.check_self(getmetatable(self) == Stats, self, "reverse_order", "Stats")
   local list = self.fcn_list
   if list and #list > 0 then
     local n = #list
@@ -232,6 +270,7 @@ end
 --- that collide are summed.  Unlike pstats, callers that collide are summed too (pstats keeps
 --- one of them).  The sort order is lost (re-sort).  Returns self.
 function Stats:strip_dirs()
+  args.check_self(getmetatable(self) == Stats, self, "strip_dirs", "Stats")
   local old, old_order, old_what, old_last = self.stats, self.order, self.what, self.lastline
   local old_lines, old_mem = self.lines, self.mem
   self.stats, self.order, self.what, self.lastline = {}, {}, {}, {}
@@ -256,6 +295,7 @@ end
 
 --- Build self.all_callees: callee dicts keyed by caller (pstats' calc_callees).
 function Stats:calc_callees()
+  args.check_self(getmetatable(self) == Stats, self, "calc_callees", "Stats")
   if self.all_callees then return self end
   local all = {}
   for _, func in ipairs(self.order) do
@@ -275,12 +315,20 @@ end
 
 --- True when some function has line records (a profile made with lines = true).
 function Stats:has_lines()
+  args.check_self(getmetatable(self) == Stats, self, "has_lines", "Stats")
   return next(self.lines) ~= nil
 end
 
 --- True when some function has memory numbers (a profile made with cprof's allocator).
 function Stats:has_memory()
+  args.check_self(getmetatable(self) == Stats, self, "has_memory", "Stats")
   return self.memory == true
+end
+
+-- Checks self of report method `fname`.  Restrictions of other types than counts, fractions
+-- and patterns do nothing, as in pstats.
+local function check_report(st, fname)
+  args.check_self(getmetatable(st) == Stats, st, fname, "Stats", 1)
 end
 
 -- Runs printer(st, out, sel) with `out` collecting the text, then writes it to st's stream in
@@ -296,26 +344,31 @@ end
 --- pattern, '|' separates alternatives) matched against the standard name; applied in order.
 --- Returns self.
 function Stats:print_stats(...)
+  check_report(self, "print_stats")
   return print_report(self, text_report.print_stats, ...)
 end
 
 --- print_callers(...restrictions): for each function, the functions that called it, with
 --- the numbers of each caller->function edge.  Restrictions as in print_stats.
 function Stats:print_callers(...)
+  check_report(self, "print_callers")
   return print_report(self, callers_report.print_callers, ...)
 end
 
 --- print_callees(...restrictions): for each function, the functions it called.
 function Stats:print_callees(...)
+  check_report(self, "print_callees")
   self:calc_callees()
   return print_report(self, callers_report.print_callees, ...)
 end
 
 --- print_lines(...restrictions): for each function with line records, its source lines with
 --- hits, time, time per hit and share of the function's time, as line_profiler prints them
---- (Time in units of the timer, given on the "Timer unit:" line).  The functions are those
+--- (Time in units of the timer, or of st.line_unit seconds when set: the "Timer unit:" line
+--- gives it).  The functions are those
 --- print_stats(...) would print, in the same order.  Returns self.
 function Stats:print_lines(...)
+  check_report(self, "print_lines")
   return print_report(self, lines_report.print_lines, ...)
 end
 
@@ -324,6 +377,7 @@ end
 --- layout (file lines, totals, order, restrictions, header, rows), sorted by the current sort.
 --- Returns self.
 function Stats:print_memory(...)
+  check_report(self, "print_memory")
   return print_report(self, memory_report.print_memory, ...)
 end
 
@@ -331,6 +385,7 @@ end
 --- was written) as cprof.memory.report prints it: kmemstat, free, Lua types, waste,
 --- arena_stats, slab_stats.  Returns self, or prints one line when there is none.
 function Stats:print_allocator()
+  check_report(self, "print_allocator")
   return print_report(self, memory_report.print_allocator)
 end
 
@@ -342,6 +397,7 @@ end
 --- alloc_count, alloc_bytes, free_count, free_bytes, live_bytes, min_size and max_size; a
 --- function with line records has `lines`, a list of { line, hits, time } by line.
 function Stats:entries()
+  args.check_self(getmetatable(self) == Stats, self, "entries", "Stats")
   return rows.entries(self)
 end
 
@@ -349,6 +405,7 @@ end
 --- each restriction did: a list of { restriction = r, from = n, to = m [, invalid = true] }
 --- (`invalid` for a malformed pattern, which leaves the list as it was).
 function Stats:select(...)
+  check_report(self, "select")
   return restrictions.select(self, ...)
 end
 
@@ -360,6 +417,8 @@ end
 --- `callees`: lists of { file, line, name, stdname, ncalls, pcalls, tottime, cumtime } in
 --- pstats' order (pcalls and the times are nil for profile.py's call-count edges).
 function Stats:report_table(opts, ...)
+  args.check_self(getmetatable(self) == Stats, self, "report_table", "Stats")
+  args.check(opts == nil or type(opts) == "table", opts, 1, "report_table", "options table")
   opts = opts or {}
   if opts.callees then self:calc_callees() end
   return rows.report_table(self, opts, ...)
@@ -369,8 +428,16 @@ end
 --- see cprof.profdata.from_stats), whatever the sources were (pstats files included): the numbers
 --- read back identical.  Raises "cprof: <path>: <reason>" when it cannot.
 function Stats:dump_stats(path)
+  args.check_self(getmetatable(self) == Stats, self, "dump_stats", "Stats")
+  dump.check_path(path, "dump_stats", 2)
   dump.write(path, profdata.from_stats(self))
   return self
+end
+
+--- export(format, file_or_stream [, opts]): the profile written for other tools (cprof.export,
+--- docs/EXPORTS.md).
+function Stats:export(format, out, opts)
+  return require("cprof.export").export(format, self, out, opts)
 end
 
 return M

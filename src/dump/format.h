@@ -2,8 +2,9 @@
  * dump/format.h — the binary dump format (docs/FORMAT.md), shared by the writer
  * (write.c), the reader (read.c) and the Lua binding (ldump.c).
  *
- * A file is a header (magic, version, section directory) and sections. Records are rows of
- * fields described by the file's own schema, so fields can be added without a new version.
+ * A file is a header (magic, version, section directory with a CRC-32C per section, the
+ * header's CRC-32C) and sections. Records are rows of fields described by the file's own
+ * schema, so fields can be added without a new version.
  */
 #ifndef CPROF_DUMP_FORMAT_H
 #define CPROF_DUMP_FORMAT_H
@@ -12,6 +13,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 
 #include <lua.h>
 
@@ -20,13 +22,21 @@
 #define DUMP_MAGIC "\x89" "CPROF\r\n"
 #define DUMP_MAGIC_LEN 8
 
-#define DUMP_VERSION 1     /* what the writer writes */
+#define DUMP_VERSION 2     /* what the writer writes */
 #define DUMP_MIN_VERSION 1 /* what the reader reads */
-#define DUMP_MAX_VERSION 1
+#define DUMP_MAX_VERSION 2
 
-/* magic[8], version u32, section count u32, then that many directory entries. */
+/* magic[8], version u32, section count u32, then that many directory entries; in version 2
+   each entry ends with the section's CRC-32C, and the directory is followed by the CRC-32C of
+   everything before it. */
 #define DUMP_FIXED_HEADER 16
-#define DUMP_DIRENT_SIZE 20 /* kind u32, offset u64, length u64 */
+#define DUMP_DIRENT_V1 20 /* kind u32, offset u64, length u64 */
+#define DUMP_DIRENT_V2 24 /* kind u32, offset u64, length u64, crc u32 */
+#define DUMP_HEADER_CRC 4
+
+/* Files larger than this are refused before they are read: the data table of a dump takes a
+   small multiple of its size in memory (a profile of a million call paths is some 30 MB). */
+#define DUMP_MAX_FILE ((uint64_t)1 << 30)
 
 /* Section kinds. A reader skips kinds it does not know. Kinds 1-6 are required; the later
    ones hold the records of an optional record kind (lines, the allocator snapshot) and are
@@ -90,6 +100,32 @@ enum {
   DUMP_META_STRING = 4  /* varint length, then the bytes */
 };
 
+/* What the metadata keys that cprof reads must hold: the reader refuses a file, and the writer
+   data, where one of them holds anything else. Other keys may hold any type. */
+enum { DUMP_MK_STRING = 1, DUMP_MK_NUMBER, DUMP_MK_INTEGER, DUMP_MK_BOOLEAN };
+
+/* The class of metadata key k (n bytes), or 0 for a key of any type. Every key "mem_..." (the
+   allocator snapshot's totals) is an integer. */
+static inline int dump_meta_class(const char *k, size_t n) {
+  static const struct { const char *key; int cls; } keys[] = {
+    {"lua_version", DUMP_MK_STRING}, {"timer", DUMP_MK_STRING}, {"command", DUMP_MK_STRING},
+    {"host", DUMP_MK_STRING},        {"unit", DUMP_MK_NUMBER},  {"bias", DUMP_MK_NUMBER},
+    {"start_time", DUMP_MK_NUMBER},  {"total_time", DUMP_MK_NUMBER},
+    {"pid", DUMP_MK_INTEGER},        {"tree_cap", DUMP_MK_INTEGER},
+    {"tree_folded", DUMP_MK_INTEGER}, {"dropped", DUMP_MK_INTEGER},
+    {"memory_lost", DUMP_MK_INTEGER}, {"bias_clamped", DUMP_MK_INTEGER},
+    {"merged", DUMP_MK_INTEGER},     {"timer_errors", DUMP_MK_INTEGER},
+    {"memory", DUMP_MK_BOOLEAN},     {"bias_applied", DUMP_MK_BOOLEAN},
+    {"subcalls", DUMP_MK_BOOLEAN},   {"cprof_version", DUMP_MK_STRING},
+  };
+  if (n > 4 && memcmp(k, "mem_", 4) == 0) return DUMP_MK_INTEGER;
+  for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+    if (strlen(keys[i].key) == n && memcmp(keys[i].key, k, n) == 0) return keys[i].cls;
+  return 0;
+}
+
+static const char *const DUMP_MK_NAMES[] = {"", "a string", "a number", "an integer", "a boolean"};
+
 /* Most fields one record kind may have in a file (known and unknown together). */
 #define DUMP_MAX_FIELDS 64
 
@@ -97,7 +133,8 @@ enum {
 #define DUMP_MAX_RECORDS 0x7fffffffu
 
 /* DumpField.required: a field of an extension (memory) that a file without it lacks: the reader
-   creates no column for it, so such a profile reads back exactly as it was written. */
+   creates no column for it, so such a profile reads back exactly as it was written. The fields
+   of an extension come together: a record kind has all of them or none. */
 #define DUMP_EXTENSION 2
 
 typedef struct DumpField {
@@ -245,7 +282,8 @@ static inline uint64_t dump_get_u64(const unsigned char *p) {
 }
 
 /*
- * The reader. Parses buf[0..len) and pushes the data table (returns 0), or pushes the message
+ * The reader. Parses buf[0..len) and pushes the data table and a table describing the file
+ * ({version = V, sections = S, checksums = true|false}; returns 0), or pushes the message
  * "cprof: <name>: <what is wrong>" (returns 1). Never raises, never reads outside the buffer,
  * never allocates more than a small multiple of `len`.
  */

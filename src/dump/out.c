@@ -1,18 +1,26 @@
 /* The writer's output (dump/out.h): a buffer, flushed to the temporary file when full; the
-   section directory is patched with pwrite() at the end, then the file is renamed. */
+   section directory is patched with pwrite() at the end, then the file takes the target's name.
+   Once per dump: a stat and a readlink per symbolic link, a scan of the target's folder for
+   temporary files of dead writers; then a CRC-32C step per byte. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "dump/crc32c.h"
 #include "dump/out.h"
 #include "util/fault.h"
 #include "util/hash.h"
 
 #define OUT_FILE_BUFFER (1u << 20)
+#define MAX_LINKS 40 /* symbolic links followed, as Linux's own limit */
 
 void out_error(DumpOut *o, const char *fmt, ...) {
   va_list ap;
@@ -30,9 +38,9 @@ void *out_alloc(DumpOut *o, size_t count, size_t size) {
   return p;
 }
 
-static void write_all(DumpOut *o, const unsigned char *p, size_t n) {
+static void write_all(DumpOut *o, int fd, const unsigned char *p, size_t n) {
   while (n > 0) {
-    ssize_t k = write(o->fd, p, n);
+    ssize_t k = write(fd, p, n);
     if (k < 0) {
       if (errno == EINTR) continue;
       out_error(o, "cannot write: %s", strerror(errno));
@@ -46,9 +54,17 @@ static void write_all(DumpOut *o, const unsigned char *p, size_t n) {
 static void flush(DumpOut *o) {
   if (o->fd >= 0 && o->len > 0) {
     size_t n = o->len;
-    o->len = 0;
-    write_all(o, o->buf, n);
+    o->crc = crc32c_update(o->crc, o->buf + o->crc_at, n - o->crc_at);
+    o->len = o->crc_at = 0;
+    write_all(o, o->fd, o->buf, n);
   }
+}
+
+uint32_t out_crc(DumpOut *o) {
+  uint32_t c = crc32c_update(o->crc, o->buf + o->crc_at, o->len - o->crc_at);
+  o->crc = 0;
+  o->crc_at = o->len;
+  return c;
 }
 
 void out_room(DumpOut *o, size_t n) {
@@ -71,7 +87,8 @@ void out_room(DumpOut *o, size_t n) {
 void out_bytes(DumpOut *o, const void *p, size_t n) {
   if (o->fd >= 0 && n > o->cap) { /* too big for the buffer: straight to the file */
     flush(o);
-    write_all(o, p, n);
+    o->crc = crc32c_update(o->crc, p, n);
+    write_all(o, o->fd, p, n);
     return;
   }
   out_room(o, n);
@@ -79,35 +96,179 @@ void out_bytes(DumpOut *o, const void *p, size_t n) {
   o->len += n;
 }
 
-void out_open_file(DumpOut *o) {
-  size_t plen = strlen(o->name);
-  o->tmppath = out_alloc(o, plen + 64, 1);
+/* ------------------------------------------------------------------------------------------ */
+/* The target */
+
+/* o->target: o->name with every symbolic link followed (the last one may point nowhere yet: the
+   dump creates its target), so that the link stays and the file it names is replaced. */
+static void follow_links(DumpOut *o) {
+  size_t size = strlen(o->name) + 1;
+  char *cur = out_alloc(o, size, 1);
+  memcpy(cur, o->name, size);
+  o->target = cur;
+  char *link = out_alloc(o, PATH_MAX, 1);
+  for (int hops = 0;; hops++) {
+    struct stat st;
+    ssize_t n;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode) || (n = readlink(cur, link, PATH_MAX)) < 0) break;
+    if (hops == MAX_LINKS || n == PATH_MAX) {
+      free(link);
+      out_error(o, "cannot follow the symbolic link: %s", strerror(hops == MAX_LINKS ? ELOOP : ENAMETOOLONG));
+    }
+    /* A relative link is relative to the folder that holds it. */
+    const char *slash = strrchr(cur, '/');
+    size_t dlen = link[0] == '/' || !slash ? 0 : (size_t)(slash - cur) + 1;
+    char *next = fault_malloc(dlen + (size_t)n + 1);
+    if (!next) {
+      free(link);
+      out_error(o, "out of memory");
+    }
+    memcpy(next, cur, dlen);
+    memcpy(next + dlen, link, (size_t)n);
+    next[dlen + (size_t)n] = '\0';
+    free(cur);
+    o->target = cur = next;
+  }
+  free(link);
+}
+
+/* The folder of o->target ("." for a bare name) in `buf`, and where its last name starts. */
+static const char *target_folder(const DumpOut *o, char *buf, size_t size, const char **base) {
+  const char *slash = strrchr(o->target, '/');
+  *base = slash ? slash + 1 : o->target;
+  if (!slash) return ".";
+  size_t n = slash == o->target ? 1 : (size_t)(slash - o->target);
+  snprintf(buf, size, "%.*s", (int)n, o->target);
+  return buf;
+}
+
+/* "<base>.tmp.<pid>.<8 hex digits>", the name of every temporary file: its pid, or 0. */
+static long temp_pid(const char *name, const char *base, size_t blen) {
+  if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0) return 0;
+  const char *p = name + blen + 5;
+  long pid = 0;
+  for (; *p >= '0' && *p <= '9' && pid < 100000000; p++) pid = pid * 10 + (*p - '0');
+  if (*p != '.' || pid <= 0) return 0;
+  size_t hex = strspn(p + 1, "0123456789abcdef");
+  return hex == 8 && p[9] == '\0' ? pid : 0;
+}
+
+/* Temporary files of the same target whose writer is no longer running (killed while writing,
+   where O_TMPFILE does not work, or in the moment between naming the file and renaming it):
+   removed, so that they cannot pile up. Those of live processes are theirs. */
+static void remove_stale(DumpOut *o) {
+  char folder[PATH_MAX];
+  const char *base;
+  const char *dir = target_folder(o, folder, sizeof folder, &base);
+  DIR *d = opendir(dir);
+  if (!d) return; /* creating the temporary file reports what is wrong with the folder */
+  int dfd = dirfd(d);
+  size_t blen = strlen(base);
+  if (blen == 0) {  /* a name ending in "/": creating the file will say what is wrong */
+    closedir(d);
+    return;
+  }
+  struct dirent *e;
+  while ((e = readdir(d)) != NULL) {
+    long pid = temp_pid(e->d_name, base, blen);
+    if (pid && pid != (long)getpid() && kill((pid_t)pid, 0) != 0 && errno == ESRCH)
+      unlinkat(dfd, e->d_name, 0);
+  }
+  closedir(d);
+}
+
+/* A new name for the temporary file of o->target. */
+static void temp_name(DumpOut *o) {
   static unsigned counter;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t seed = hash_fib((uint64_t)ts.tv_nsec) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)o;
+  seed += hash_fib(++counter);
+  size_t size = strlen(o->target) + 64;
+  if (!o->tmppath) o->tmppath = out_alloc(o, size, 1);
+  snprintf(o->tmppath, size, "%s.tmp.%ld.%08x", o->target, (long)getpid(), (unsigned)hash_mix64(seed));
+}
+
+static void cannot_create(DumpOut *o, int e) {
+  free(o->tmppath);
+  o->tmppath = NULL;
+  char folder[PATH_MAX];
+  const char *base;
+  const char *dir = target_folder(o, folder, sizeof folder, &base);
+  if (strcmp(dir, ".") == 0 && !strchr(o->target, '/'))
+    out_error(o, "cannot create a file in the current folder: %s", strerror(e));
+  out_error(o, "cannot create a file in %s: %s", dir, strerror(e));
+}
+
+/* A temporary file without a name (O_TMPFILE), which a killed writer cannot leave behind; it
+   gets one only at the end. Returns 0 where that does not work (the file system, an older
+   kernel, no /proc to link it through). */
+static int open_unnamed(DumpOut *o) {
+#ifdef O_TMPFILE
+  if (o->named_temp || access("/proc/self/fd", X_OK) != 0) return 0;
+  char folder[PATH_MAX];
+  const char *base;
+  o->fd = open(target_folder(o, folder, sizeof folder, &base), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0666);
+  return o->fd >= 0;
+#else
+  (void)o;
+  return 0;
+#endif
+}
+
+/* Creates o->tmppath with O_EXCL (a fresh name until one is free); or, with `linkfd`, gives that
+   unnamed file the name. */
+static void name_temp(DumpOut *o, int linkfd) {
+  char proc[64];
+  snprintf(proc, sizeof proc, "/proc/self/fd/%d", linkfd);
   for (int tries = 0;; tries++) {
-    seed += hash_fib(++counter);
-    uint64_t r = hash_mix64(seed);
-    snprintf(o->tmppath, plen + 64, "%s.tmp.%ld.%08x", o->name, (long)getpid(), (unsigned)r);
-    o->fd = open(o->tmppath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-    if (o->fd >= 0) break;
+    temp_name(o);
+    int ok = linkfd >= 0 ? linkat(AT_FDCWD, proc, AT_FDCWD, o->tmppath, AT_SYMLINK_FOLLOW) == 0
+                         : (o->fd = open(o->tmppath, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666)) >= 0;
+    if (ok) return;
     int e = errno;
     if ((e == EEXIST || e == EINTR) && tries < 100) continue;
-    free(o->tmppath);
-    o->tmppath = NULL;
-    const char *slash = strrchr(o->name, '/');
-    if (!slash) out_error(o, "cannot create a file in the current folder: %s", strerror(e));
-    int dlen = slash == o->name ? 1 : (int)(slash - o->name);
-    out_error(o, "cannot create a file in %.*s: %s", dlen, o->name, strerror(e));
+    cannot_create(o, e);
   }
+}
+
+void out_open_file(DumpOut *o) {
+  struct stat st;
+  if (stat(o->name, &st) == 0 && !S_ISREG(st.st_mode)) {
+    if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) { /* written through, in one go at the end */
+      o->through = S_ISCHR(st.st_mode) ? S_IFCHR : S_IFIFO;
+      return;
+    }
+    out_error(o, "cannot write a dump over %s", S_ISDIR(st.st_mode) ? "a directory"
+                                                : S_ISBLK(st.st_mode) ? "a block device"
+                                                : "a socket");
+  }
+  follow_links(o);
+  remove_stale(o);
+  if (!open_unnamed(o)) name_temp(o, -1);
   o->buf = out_alloc(o, OUT_FILE_BUFFER, 1);
   o->cap = OUT_FILE_BUFFER;
 }
 
+/* The whole dump, in memory, to the character device or FIFO at o->name. A FIFO that no
+   process reads is an error, not a wait without end. */
+static void write_through(DumpOut *o) {
+  int fd;
+  do fd = open(o->name, O_WRONLY | O_NOCTTY | O_CLOEXEC | (o->through == S_IFIFO ? O_NONBLOCK : 0));
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0 && errno == ENXIO) out_error(o, "cannot write: no process reads the FIFO");
+  if (fd < 0) out_error(o, "cannot open: %s", strerror(errno));
+  if (o->through == S_IFIFO) fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+  o->fd = fd; /* closed by out_release if the write fails */
+  write_all(o, fd, o->buf, o->len);
+  o->fd = -1;
+  if (close(fd) != 0) out_error(o, "cannot write: %s", strerror(errno));
+}
+
 void out_commit(DumpOut *o, const unsigned char *p, size_t n, uint64_t at) {
   if (o->fd < 0) { /* in memory */
-    memcpy(o->buf + at, p, n);
+    if (n) memcpy(o->buf + at, p, n);
+    if (o->through) write_through(o);
     return;
   }
   flush(o);
@@ -118,10 +279,11 @@ void out_commit(DumpOut *o, const unsigned char *p, size_t n, uint64_t at) {
     if (k <= 0) out_error(o, "cannot write: %s", k < 0 ? strerror(errno) : "short write");
     off += (size_t)k;
   }
+  if (!o->tmppath) name_temp(o, o->fd);
   int fd = o->fd;
   o->fd = -1;
   if (close(fd) != 0) out_error(o, "cannot write: %s", strerror(errno));
-  if (rename(o->tmppath, o->name) != 0)
+  if (rename(o->tmppath, o->target) != 0)
     out_error(o, "cannot replace the file: %s", strerror(errno));
   free(o->tmppath);
   o->tmppath = NULL;
@@ -135,4 +297,34 @@ void out_release(DumpOut *o) {
     free(o->tmppath);
     o->tmppath = NULL;
   }
+  free(o->target);
+  o->target = NULL;
+}
+
+typedef struct Whole {
+  DumpOut o;
+  const void *p;
+  size_t n;
+} Whole;
+
+static int write_whole(lua_State *L) {
+  Whole *w = lua_touserdata(L, 1);
+  out_open_file(&w->o);
+  out_bytes(&w->o, w->p, w->n);
+  out_commit(&w->o, NULL, 0, 0);
+  return 0;
+}
+
+int out_write_file(lua_State *L, const char *path, const void *p, size_t n) {
+  Whole w = {.o = {.L = L, .name = path, .fd = -1}, .p = p, .n = n};
+  lua_pushcfunction(L, write_whole);
+  lua_pushlightuserdata(L, &w);
+  int status = lua_pcall(L, 1, 0, 0);
+  out_release(&w.o);
+  free(w.o.buf);
+  if (status != 0 && (status == LUA_ERRMEM || lua_type(L, -1) != LUA_TSTRING)) {
+    lua_pop(L, 1);
+    lua_pushfstring(L, "cprof: %s: out of memory", path);
+  }
+  return status != 0;
 }

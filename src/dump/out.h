@@ -1,9 +1,12 @@
 /*
- * dump/out.h — where the dump writer's bytes go: a buffer in memory, or a file. A file is written
- * as a temporary file in the same folder, through a 1 MiB buffer, and renamed over the target
- * only once complete, so the target is always the old file or the whole new one. Every failure
- * raises the Lua error "cprof: <name>: <what is wrong>": the writer runs inside lua_pcall and
- * then releases what is left (out_release). An encoded number costs a few stores.
+ * dump/out.h — where the dump writer's bytes go: a buffer in memory, or a file. A regular file
+ * (or a new one) is replaced atomically: the bytes go through a 1 MiB buffer to a temporary file
+ * in the target's folder, which becomes the target only once complete, so the target is always
+ * the old file or the whole new one. A symbolic link is followed (its target is replaced, the
+ * link stays); a character device or a FIFO (/dev/null, a pipe) is written through, never
+ * replaced; a directory, a block device or a socket is refused. Every failure raises the Lua
+ * error "cprof: <name>: <what is wrong>": the writer runs inside lua_pcall and then releases
+ * what is left (out_release). An encoded number costs a few stores.
  */
 #ifndef CPROF_OUT_H
 #define CPROF_OUT_H
@@ -23,7 +26,13 @@ typedef struct DumpOut {
   unsigned char *buf;
   size_t len, cap;
   uint64_t flushed;        /* bytes already written to fd */
-  char *tmppath;           /* the temporary file while it exists */
+  uint32_t crc;            /* CRC-32C of the bytes since the last out_crc, but buf[crc_at, len) */
+  size_t crc_at;
+  int through;             /* 0, or the S_IFCHR / S_IFIFO that the bytes go to at the end */
+  int named_temp;          /* no O_TMPFILE: the temporary file has a name from the start (what
+                              happens where O_TMPFILE does not work; the C tests set it) */
+  char *target;            /* the file to replace: name with its symbolic links followed */
+  char *tmppath;           /* the temporary file's name while it has one */
 } DumpOut;
 
 /* Raises "cprof: <name>: <fmt ...>". */
@@ -32,7 +41,9 @@ void out_error(DumpOut *o, const char *fmt, ...);
    "out of memory". */
 void *out_alloc(DumpOut *o, size_t count, size_t size);
 
-/* Creates the temporary file next to o->name and its buffer. */
+/* Prepares writing o->name: decides how (replace or write through, or refuses), removes the
+   temporary files that writers of the same target left when they were killed, creates the
+   temporary file and the buffer. */
 void out_open_file(DumpOut *o);
 /* Writes the n bytes at p over the output at offset `at` (the section directory, known only at
    the end) and, for a file, makes it the target. */
@@ -40,6 +51,14 @@ void out_commit(DumpOut *o, const unsigned char *p, size_t n, uint64_t at);
 /* Closes and removes a temporary file left by a failure; the buffer stays (the caller frees it,
    or keeps it: the dump in memory). */
 void out_release(DumpOut *o);
+
+/* The CRC-32C of the bytes output since the last call (or the start), and starts anew. */
+uint32_t out_crc(DumpOut *o);
+
+/* Writes the n bytes at p to `path` as a dump file is written (a regular file replaced
+   atomically, a symbolic link followed, a device or FIFO written through): 0, or 1 with the
+   message "cprof: <path>: ..." pushed. Never raises. */
+int out_write_file(lua_State *L, const char *path, const void *p, size_t n);
 
 /* Makes room for n more bytes in the buffer (flushing a file's). */
 void out_room(DumpOut *o, size_t n);

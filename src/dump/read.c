@@ -1,8 +1,10 @@
 /*
  * dump/read.c — a dump in memory -> the data table (docs/FORMAT.md).
  *
- * Nothing in the file is trusted: every offset, length, count and index is checked against
- * what is really there before it is used, and the first problem ends the read with one
+ * Nothing in the file is trusted: the checksums of a version-2 file are checked before anything
+ * in it is used, every offset, length, count and index is checked against what is really there
+ * before it is used, and so is everything the rest of cprof counts on (the memory columns all
+ * or none, the types of the metadata it reads); the first problem ends the read with one
  * message naming the file and the place. Counts are checked against the bytes left (a record
  * takes at least one byte per field), so a hostile count can never make the reader allocate
  * more than a small multiple of the file's size. The reader holds no C allocations: the data
@@ -15,6 +17,7 @@
 
 #include <lauxlib.h>
 
+#include "dump/crc32c.h"
 #include "dump/format.h"
 #include "util/compat.h"
 
@@ -35,11 +38,15 @@ typedef struct Section {
   int found;
 } Section;
 
+/* At most this many sections of a version-2 file are named in a checksum message. */
+#define MAX_NAMED 4
+
 typedef struct Reader {
   lua_State *L;
   const char *name;
   const unsigned char *buf;
   size_t len;
+  uint32_t version, nsec;
   Section sec[DUMP_SEC_LAST_KNOWN + 1];
   Schema schema[DUMP_NREC];
   uint32_t nstrings, nframes;
@@ -152,7 +159,8 @@ static Cur section(Reader *R, int kind) {
 
 /* ------------------------------------------------------------------------------------------ */
 
-static void read_header(Reader *R) {
+/* The magic, the version and the section count; how a damaged magic was damaged. */
+static void read_magic(Reader *R) {
   const unsigned char *b = R->buf;
   size_t len = R->len;
   if (len < DUMP_MAGIC_LEN || memcmp(b, DUMP_MAGIC, DUMP_MAGIC_LEN) != 0) {
@@ -171,17 +179,55 @@ static void read_header(Reader *R) {
     rerr(R, "not a cprof dump (wrong magic number)");
   }
   if (len < DUMP_FIXED_HEADER) rerr(R, "truncated: the file is only %zu bytes long", len);
-  uint32_t version = dump_get_u32(b + 8);
-  if (version < DUMP_MIN_VERSION || version > DUMP_MAX_VERSION)
-    rerr(R, "format version %u not supported; this cprof reads versions %d to %d", version,
+  R->version = dump_get_u32(b + 8);
+  if (R->version < DUMP_MIN_VERSION || R->version > DUMP_MAX_VERSION)
+    rerr(R, "format version %u not supported; this cprof reads versions %d to %d", R->version,
          DUMP_MIN_VERSION, DUMP_MAX_VERSION);
-  uint32_t nsec = dump_get_u32(b + 12);
-  if (nsec > (len - DUMP_FIXED_HEADER) / DUMP_DIRENT_SIZE)
+  R->nsec = dump_get_u32(b + 12);
+}
+
+static const char *kind_name(uint32_t kind, char *buf, size_t size) {
+  if (kind >= 1 && kind <= DUMP_SEC_LAST_KNOWN) return SECTION_NAMES[kind];
+  snprintf(buf, size, "kind-%u", kind);
+  return buf;
+}
+
+/* Version 2: every section's checksum (the directory's is checked before it is used); one
+   message names the damaged sections. */
+static void check_sections(Reader *R) {
+  const unsigned char *b = R->buf;
+  char msg[256] = "", kb[24];
+  size_t used = 0;
+  uint32_t bad = 0;
+  for (uint32_t i = 0; i < R->nsec; i++) {
+    const unsigned char *e = b + DUMP_FIXED_HEADER + (size_t)i * DUMP_DIRENT_V2;
+    uint64_t off = dump_get_u64(e + 4), slen = dump_get_u64(e + 12);
+    if (crc32c_update(0, b + off, (size_t)slen) == dump_get_u32(e + 20)) continue;
+    if (++bad <= MAX_NAMED && used < sizeof msg)
+      used += (size_t)snprintf(msg + used, sizeof msg - used, "%s%s", bad > 1 ? ", " : "",
+                               kind_name(dump_get_u32(e), kb, sizeof kb));
+  }
+  if (bad == 1) rerr(R, "damaged: the checksum of the %s section does not match", msg);
+  if (bad) rerr(R, "damaged: the checksums of %u sections do not match: %s%s", bad, msg,
+                bad > MAX_NAMED ? ", ..." : "");
+}
+
+static void read_header(Reader *R) {
+  read_magic(R);
+  const unsigned char *b = R->buf;
+  size_t len = R->len;
+  int v2 = R->version >= 2;
+  size_t dirent = v2 ? DUMP_DIRENT_V2 : DUMP_DIRENT_V1, trailer = v2 ? DUMP_HEADER_CRC : 0;
+  uint32_t nsec = R->nsec;
+  if (len - DUMP_FIXED_HEADER < trailer || nsec > (len - DUMP_FIXED_HEADER - trailer) / dirent)
     rerr(R, "truncated: the header lists %u sections but the file is only %zu bytes long", nsec, len);
-  uint64_t header_end = DUMP_FIXED_HEADER + (uint64_t)nsec * DUMP_DIRENT_SIZE;
+  uint64_t dir_end = DUMP_FIXED_HEADER + (uint64_t)nsec * dirent;
+  uint64_t header_end = dir_end + trailer;
+  if (v2 && crc32c_update(0, b, (size_t)dir_end) != dump_get_u32(b + dir_end))
+    rerr(R, "damaged: the checksum of the header does not match (its section directory is corrupt)");
   uint64_t prev_end = header_end;
   for (uint32_t i = 0; i < nsec; i++) {
-    const unsigned char *e = b + DUMP_FIXED_HEADER + (size_t)i * DUMP_DIRENT_SIZE;
+    const unsigned char *e = b + DUMP_FIXED_HEADER + (size_t)i * dirent;
     uint32_t kind = dump_get_u32(e);
     uint64_t off = dump_get_u64(e + 4), slen = dump_get_u64(e + 12);
     if (off < header_end)
@@ -192,12 +238,19 @@ static void read_header(Reader *R) {
               "the file (%zu bytes)", i + 1, kind, (unsigned long long)slen, (unsigned long long)off, len);
     if (off < prev_end)
       rerr(R, "section %u (kind %u) overlaps the one before it", i + 1, kind);
+    /* Version 2 leaves no byte unchecked: the sections follow the header and each other with
+       nothing in between, and the file ends with the last one. */
+    if (v2 && off != prev_end)
+      rerr(R, "section %u (kind %u) does not start where the one before it ends", i + 1, kind);
     prev_end = off + slen;
     if (kind >= 1 && kind <= DUMP_SEC_LAST_KNOWN) {
       if (R->sec[kind].found) rerr(R, "two %s sections", SECTION_NAMES[kind]);
       R->sec[kind] = (Section){off, slen, 1};
     }
   }
+  if (v2 && prev_end != len)
+    rerr(R, "%llu unexpected bytes after the last section", (unsigned long long)(len - prev_end));
+  if (v2) check_sections(R);
   for (int k = 1; k <= DUMP_SEC_LAST_REQUIRED; k++)
     if (!R->sec[k].found) rerr(R, "no %s section", SECTION_NAMES[k]);
 }
@@ -254,9 +307,16 @@ static void read_schema(Reader *R) {
     if (!R->schema[k].described && (!K->optional || R->sec[K->section].found))
       rerr(R, "schema section: %s are not described", K->group);
     if (!R->schema[k].described) continue;
-    for (int i = 0; i < K->nfields; i++)
+    int ext_have = -1, ext_lack = -1;  /* an extension field the file has, one it lacks */
+    for (int i = 0; i < K->nfields; i++) {
       if (K->fields[i].required == 1 && !R->schema[k].have[i])
         rerr(R, "schema section: %s lack the required field '%s'", K->group, K->fields[i].name);
+      int *first = R->schema[k].have[i] ? &ext_have : &ext_lack;
+      if (K->fields[i].required == DUMP_EXTENSION && *first < 0) *first = i;
+    }
+    if (ext_have >= 0 && ext_lack >= 0)
+      rerr(R, "schema section: %s have the memory field '%s' but not '%s' (they go together)",
+           K->group, K->fields[ext_have].name, K->fields[ext_lack].name);
   }
 }
 
@@ -413,6 +473,13 @@ static void read_meta(Reader *R) {
         rerr(R, "meta section: key '%s' has a value of unknown type %llu",
              printable(key, klen, pk, sizeof pk), (unsigned long long)type);
     }
+    int cls = dump_meta_class((const char *)key, klen);
+    if (cls && !(cls == DUMP_MK_STRING ? type == DUMP_META_STRING
+                 : cls == DUMP_MK_NUMBER ? type == DUMP_META_INT || type == DUMP_META_FLOAT
+                 : cls == DUMP_MK_INTEGER ? type == DUMP_META_INT
+                 : type == DUMP_META_FALSE || type == DUMP_META_TRUE))
+      rerr(R, "meta section: key '%s' must hold %s", printable(key, klen, pk, sizeof pk),
+           DUMP_MK_NAMES[cls]);
     lua_rawset(L, meta);
   }
   at_end(R, &c);
@@ -435,7 +502,14 @@ static int read_body(lua_State *L) {
   read_meta(R);
   lua_setfield(L, data, "meta");
   lua_settop(L, data);
-  return 1;
+  lua_createtable(L, 0, 3);
+  lua_pushinteger(L, (lua_Integer)R->version);
+  lua_setfield(L, -2, "version");
+  lua_pushinteger(L, (lua_Integer)R->nsec);
+  lua_setfield(L, -2, "sections");
+  lua_pushboolean(L, R->version >= 2);
+  lua_setfield(L, -2, "checksums");
+  return 2;
 }
 
 int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, size_t len) {
@@ -448,7 +522,7 @@ int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, s
   int top = lua_gettop(L);
   lua_pushcfunction(L, read_body);
   lua_pushlightuserdata(L, &R);
-  int status = lua_pcall(L, 1, 1, 0);
+  int status = lua_pcall(L, 1, 2, 0);
   if (status != 0 && (status == LUA_ERRMEM || lua_type(L, -1) != LUA_TSTRING)) {
     lua_settop(L, top);
     lua_pushfstring(L, "cprof: %s: out of memory", name);

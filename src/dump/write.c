@@ -10,7 +10,8 @@
  * Frames are written most-referenced first (by edges and nodes), so that the indexes used most
  * are the shortest varints; the strings follow the frames' new order for the same reason. The
  * section directory is written last, over its place at the start, since the offsets of the
- * sections are known only then. Linear in the records; once per dump.
+ * sections are known only then, with each section's CRC-32C (taken as its bytes go out) and the
+ * header's. Linear in the records; once per dump.
  */
 #include <math.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 
 #include <lauxlib.h>
 
+#include "dump/crc32c.h"
 #include "dump/format.h"
 #include "dump/out.h"
 #include "util/compat.h"
@@ -151,6 +153,15 @@ static void collect_groups(Writer *W) {
         out_error(&W->out, "%s.%s must be a table, not a %s", K->group, F->name, luaL_typename(L, -1));
       }
     }
+    /* What the reader refuses: some of an extension's columns without the others. */
+    int ext_have = -1, ext_lack = -1;
+    for (int f = 0; f < K->nfields; f++) {
+      int *first = W->present[k][f] ? &ext_have : &ext_lack;
+      if (K->fields[f].required == DUMP_EXTENSION && *first < 0) *first = f;
+    }
+    if (ext_have >= 0 && ext_lack >= 0)
+      out_error(&W->out, "%s.%s is missing (%s.%s is there: the memory columns go together)",
+                K->group, K->fields[ext_lack].name, K->group, K->fields[ext_have].name);
   }
 }
 
@@ -308,6 +319,16 @@ static void collect_meta(Writer *W) {
     if (t != LUA_TSTRING && t != LUA_TNUMBER && t != LUA_TBOOLEAN)
       out_error(&W->out, "meta.%s must be a string, a number or a boolean, not a %s", lua_tostring(L, -2),
            luaL_typename(L, -1));
+    size_t klen;
+    const char *key = lua_tolstring(L, -2, &klen);
+    int cls = dump_meta_class(key, klen);
+    int64_t v;
+    char b[64];
+    if (cls && !(cls == DUMP_MK_STRING ? t == LUA_TSTRING
+                 : cls == DUMP_MK_NUMBER ? t == LUA_TNUMBER
+                 : cls == DUMP_MK_INTEGER ? get_int(L, -1, &v) == 0
+                 : t == LUA_TBOOLEAN))
+      out_error(&W->out, "meta.%s must be %s (got %s)", key, DUMP_MK_NAMES[cls], describe(L, -1, b, sizeof b));
     if (n == UINT32_MAX) out_error(&W->out, "meta has too many keys");
     n++;
     lua_pop(L, 1);
@@ -396,16 +417,6 @@ static void write_records(Writer *W, int k) {
   }
 }
 
-#if LUA_VERSION_NUM < 503
-/* Without an integer subtype, these keys are written as floats even when integral. */
-static int float_key(const Str *k) {
-  static const char *const keys[] = {"unit", "bias", "start_time", "total_time", NULL};
-  for (int i = 0; keys[i]; i++)
-    if (strlen(keys[i]) == k->len && memcmp(keys[i], k->s, k->len) == 0) return 1;
-  return 0;
-}
-#endif
-
 static void write_meta(Writer *W) {
   lua_State *L = W->out.L;
   out_uv(&W->out, W->nmeta);
@@ -427,10 +438,14 @@ static void write_meta(Writer *W) {
       }
       default: { /* a number (collect_meta checked) */
         int64_t v = 0;
+        int cls = dump_meta_class(k->s, k->len);
+        /* Integer keys are integers whatever the subtype; without an integer subtype (LuaJIT),
+           an integral number is one too unless its key holds a number (unit, bias, ...). */
 #if LUA_VERSION_NUM >= 503
-        int integer = lua_isinteger(L, -1) && get_int(L, -1, &v) == 0;
+        int integer = (cls == DUMP_MK_INTEGER || lua_isinteger(L, -1)) && get_int(L, -1, &v) == 0;
 #else
-        int integer = !float_key(k) && fabs((double)lua_tonumber(L, -1)) <= 9007199254740992.0 &&
+        int integer = (cls == DUMP_MK_INTEGER || (cls != DUMP_MK_NUMBER &&
+                       fabs((double)lua_tonumber(L, -1)) <= 9007199254740992.0)) &&
                       get_int(L, -1, &v) == 0;
 #endif
         if (integer) {
@@ -473,14 +488,15 @@ static int write_body(lua_State *L) {
     if (W->has[k]) sec[nsec++] = k;
   sec[nsec++] = META;
 
-  unsigned char header[DUMP_FIXED_HEADER + MAX_SECTIONS * DUMP_DIRENT_SIZE];
-  size_t header_len = DUMP_FIXED_HEADER + (size_t)nsec * DUMP_DIRENT_SIZE;
+  unsigned char header[DUMP_FIXED_HEADER + MAX_SECTIONS * DUMP_DIRENT_V2 + DUMP_HEADER_CRC];
+  size_t dir_end = DUMP_FIXED_HEADER + (size_t)nsec * DUMP_DIRENT_V2;
   memset(header, 0, sizeof header);
   memcpy(header, DUMP_MAGIC, DUMP_MAGIC_LEN);
   dump_put_u32(header + 8, DUMP_VERSION);
   dump_put_u32(header + 12, (uint32_t)nsec);
-  out_bytes(&W->out, header, header_len);  /* the directory is patched below */
+  out_bytes(&W->out, header, dir_end + DUMP_HEADER_CRC);  /* the directory is patched below */
 
+  (void)out_crc(&W->out); /* the header's bytes are under the header checksum only */
   for (int s = 0; s < nsec; s++) {
     uint64_t start = out_pos(&W->out);
     uint32_t kind;
@@ -490,13 +506,15 @@ static int write_body(lua_State *L) {
       case META: write_meta(W); kind = DUMP_SEC_META; break;
       default: write_records(W, sec[s]); kind = DUMP_KINDS[sec[s]].section; break;
     }
-    unsigned char *e = header + DUMP_FIXED_HEADER + s * DUMP_DIRENT_SIZE;
+    unsigned char *e = header + DUMP_FIXED_HEADER + s * DUMP_DIRENT_V2;
     dump_put_u32(e, kind);
     dump_put_u64(e + 4, start);
     dump_put_u64(e + 12, out_pos(&W->out) - start);
+    dump_put_u32(e + 20, out_crc(&W->out));
   }
+  dump_put_u32(header + dir_end, crc32c_update(0, header, dir_end));
 
-  out_commit(&W->out, header + DUMP_FIXED_HEADER, header_len - DUMP_FIXED_HEADER,
+  out_commit(&W->out, header + DUMP_FIXED_HEADER, dir_end + DUMP_HEADER_CRC - DUMP_FIXED_HEADER,
              DUMP_FIXED_HEADER);
   return 0;
 }

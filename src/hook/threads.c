@@ -20,25 +20,22 @@ void thr_drop_all(Profiler *P) {
   while (P->stacks.n > 0) thr_drop(P, P->stacks.all[P->stacks.n - 1]);
 }
 
-/* Remembers the thread at `idx` (protected: it allocates), so that disable() can find it. */
-static int keep(lua_State *L) {
+/* Remembers the thread at `idx` of L's stack, so that disable() can give it its hook back.
+   Not through a protected call: that would be a call the program's hook could see (LuaJIT's
+   hook is global, and debug.sethook has just set the program's). */
+static void keep(lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
   weak_table(L, &KEEP_KEY);
-  lua_pushvalue(L, 1);
+  lua_pushvalue(L, idx);
   lua_pushboolean(L, 1);
   lua_rawset(L, -3);
-  return 0;
+  lua_pop(L, 1);
 }
 
 Stack *thr_adopt(Profiler *P, lua_State *L, int idx, lua_State *T) {
   if (idx) {
-    idx = lua_absindex(L, idx);
     if (!lua_checkstack(L, 3)) return NULL;
-    lua_pushcfunction(L, keep);
-    lua_pushvalue(L, idx);
-    if (lua_pcall(L, 1, 0, 0) != LUA_OK) {
-      lua_pop(L, 1);
-      return NULL;
-    }
+    keep(L, idx);
   }
   return stk_new(&P->stacks, P, T);
 }

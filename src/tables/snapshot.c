@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include "tables/snapshot.h"
+#include "util/compat.h"
 #include "util/fault.h"
 
 static const char *const KIND_NAMES[] = {"Lua", "main", "C"};
@@ -252,7 +253,7 @@ static void push_frames(lua_State *L, const Profiler *P) {
 
 static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   lua_createtable(L, 0, 10);
-  lua_pushstring(L, LUA_VERSION);
+  lua_pushstring(L, COMPAT_LUA_NAME);
   lua_setfield(L, -2, "lua_version");
   lua_pushstring(L, P->clock.timer.name);
   lua_setfield(L, -2, "timer");

@@ -11,6 +11,17 @@
 
 #include <lauxlib.h>
 #include <lua.h>
+
+/* Built against another Lua's headers (LUA_INCDIR, LuaRocks' --lua-version), cprof says so
+   before the compiler trips over what that Lua lacks. */
+#if LUA_VERSION_NUM != 504 && LUA_VERSION_NUM != 501
+#error "cprof needs Lua 5.4 or LuaJIT 2.1; these are the headers of another Lua"
+#endif
+#if LUA_VERSION_NUM == 501 && defined(__has_include)
+#if !__has_include(<luajit.h>)
+#error "cprof needs Lua 5.4 or LuaJIT 2.1; these are the headers of Lua 5.1"
+#endif
+#endif
 #if LUA_VERSION_NUM < 502
 #include <luajit.h>
 #endif
@@ -33,6 +44,14 @@ static inline void lua_rawsetp(lua_State *L, int t, const void *p) {
   lua_insert(L, -2);
   lua_rawset(L, t);
 }
+#endif
+
+/* The Lua the module is built for, as a profile's meta names it: "Lua 5.4", "LuaJIT 2.1.0-beta3"
+   (LuaJIT's LUA_VERSION says "Lua 5.1", and a report says that LuaJIT's compiler was off). */
+#ifdef LUAJIT_VERSION
+#define COMPAT_LUA_NAME LUAJIT_VERSION
+#else
+#define COMPAT_LUA_NAME LUA_VERSION
 #endif
 
 #if LUA_VERSION_NUM >= 504

@@ -334,24 +334,52 @@ end
 --- Decodes the marshal data in the string `s` (one object; bytes after it are ignored, as
 --- marshal.load ignores them).  `name` (default "marshal data") starts every error message.
 function M.decode(s, name)
-  if type(s) ~= "string" then error("cprof.pstats.marshal: decode needs a string", 2) end
+  if type(s) ~= "string" then
+    error(("bad argument #1 to 'decode' (string expected, got %s)"):format(type(s)), 2)
+  end
   local r = { s = s, pos = 1, len = #s, refs = {}, interned = {}, name = name or "marshal data" }
   local v = decode_object(r, 1, false)
   return v, r.pos - 1
 end
 
+--- The largest file read (1 GiB, as for cprof dumps): a bigger one is refused before it is
+--- read, and reading stops there whatever the file is (a device never ends).
+M.MAX_FILE = 2 ^ 30
+
 local function read_all(path)
   local f, err = io.open(path, "rb")
   if not f then error("cprof: " .. tostring(err), 0) end
-  local s, rerr = f:read("*a")
+  local function too_large()
+    f:close()
+    local max = M.MAX_FILE % 2 ^ 30 == 0 and sformat("%.0f GiB", M.MAX_FILE / 2 ^ 30)
+      or sformat("%.0f bytes", M.MAX_FILE)
+    error(sformat("cprof: %s: too large for a pstats file (more than %s)", path, max), 0)
+  end
+  local size = f:seek("end")
+  if size and size > M.MAX_FILE then too_large() end
+  f:seek("set")
+  local parts, n = {}, 0
+  repeat
+    local s, rerr = f:read(2 ^ 20)
+    if s then
+      n = n + #s
+      parts[#parts + 1] = s
+      if n > M.MAX_FILE then too_large() end
+    elseif rerr then
+      f:close()
+      error(sformat("cprof: %s: cannot read: %s", path, tostring(rerr)), 0)
+    end
+  until not s
   f:close()
-  if not s then error(sformat("cprof: %s: cannot read: %s", path, tostring(rerr)), 0) end
-  return s
+  return table.concat(parts)
 end
 
 --- Decodes the file at `path`; returns the value and the file's size.  Errors:
 --- "cprof: <path>: ...".
 function M.read(path)
+  if type(path) ~= "string" then
+    error(("bad argument #1 to 'read' (file name expected, got %s)"):format(type(path)), 2)
+  end
   local s = read_all(path)
   local ok, v = pcall(M.decode, s, path)
   if not ok then error("cprof: " .. v, 0) end
@@ -366,6 +394,11 @@ local function is_integer(x)
   if type(x) ~= "number" then return false end
   if mtype then return mtype(x) == "integer" end
   return x == floor(x) and x > -huge and x < huge
+end
+
+-- A call count: what a cprof dump can hold (a whole number in [0, 2^63), integer or float).
+local function is_count(x)
+  return type(x) == "number" and x >= 0 and x < 2 ^ 63 and x == floor(x)
 end
 
 local function short_repr(v)
@@ -384,7 +417,9 @@ local function func_of(v)
   end
   local file, line, name = v[1], v[2], v[3]
   if type(file) ~= "string" then return nil, "the file in a function key is " .. short_repr(file) end
-  if not is_integer(line) then return nil, "the line in a function key is " .. short_repr(line) end
+  if not is_integer(line) or line < -2 ^ 63 or line >= 2 ^ 63 then
+    return nil, "the line in a function key is " .. short_repr(line)
+  end
   if type(name) ~= "string" then return nil, "the name in a function key is " .. short_repr(name) end
   return file, line, name
 end
@@ -433,6 +468,10 @@ function M.to_records(v, name, size)
         bad(val.at, "invalid timing data for %s: item %d is %s, expected a number", where, k,
           short_repr(val[k]))
       end
+      if k <= 2 and not is_count(val[k]) then
+        bad(val.at, "invalid timing data for %s: item %d is %s, expected a call count", where, k,
+          short_repr(val[k]))
+      end
     end
     local cc, nc, tt, ct, cd = val[1], val[2], val[3], val[4], val[5]
     if cc > nc then cc, nc = nc, cc; swapped = swapped + 1 end
@@ -448,15 +487,15 @@ function M.to_records(v, name, size)
       local cfile, cline, cname = func_of(ck)
       if not cfile then bad(cd.key_at[j], "callers of %s: %s", where, cline) end
       local edge
-      if type(e) == "number" then
+      if is_count(e) then
         edge = e
-      elseif type(e) == "table" and e.type == "tuple" and e.n == 4 and type(e[1]) == "number"
-          and type(e[2]) == "number" and type(e[3]) == "number" and type(e[4]) == "number" then
+      elseif type(e) == "table" and e.type == "tuple" and e.n == 4 and is_count(e[1])
+          and is_count(e[2]) and type(e[3]) == "number" and type(e[4]) == "number" then
         edge = { e[1], e[2], e[3], e[4] }
         if edge[2] > edge[1] then edge[1], edge[2] = edge[2], edge[1]; swapped = swapped + 1 end
       else
         bad(cd.value_at[j],
-          "invalid caller data for %s called by %s: %s, expected (nc, cc, tt, ct) or a count",
+          "invalid caller data for %s called by %s: %s, expected (nc, cc, tt, ct) or a call count",
           where, show(cfile, cline, cname), short_repr(e))
       end
       local id = cfile .. "\0" .. tostring(cline) .. "\0" .. cname
@@ -484,6 +523,9 @@ end
 
 --- Reads a pstats file: marshal.to_records(marshal.read(path), path).  Errors: "cprof: <path>: ...".
 function M.load_stats(path)
+  if type(path) ~= "string" then
+    error(("bad argument #1 to 'load_stats' (file name expected, got %s)"):format(type(path)), 2)
+  end
   local v, size = M.read(path)
   local ok, recs = pcall(M.to_records, v, path, size)
   if not ok then error("cprof: " .. recs, 0) end

@@ -7,9 +7,12 @@
 -- `s`.  cprof.memory binds them to a stream and to the running state's allocator; Stats'
 -- print_allocator to a dump's snapshot.  Pure Lua: printing a snapshot needs no C extension.
 
+local pyfmt = require "cprof.pyfmt"
+
 local M = {}
 
 local format, rep, concat = string.format, string.rep, table.concat
+local ljust = pyfmt.ljust  -- not %-Ns: a dump's names may hold NUL bytes, which format refuses
 
 local function by_type_and_size(a, b)
   if a.type ~= b.type then return a.type < b.type end
@@ -29,9 +32,9 @@ local LINE = 8 + NAME + OBJSIZE + TOTAL + ALLOCED + NR_ALLOCS
 
 local function kmem_line(w, indent, name, typ, objsize, total, alloc, ever)
   w(rep("    ", indent),
-    format("%-" .. (NAME - indent * 4) .. "s: %s :%" .. OBJSIZE .. "d:%" .. TOTAL .. "d:%"
-             .. ALLOCED .. "d:%" .. NR_ALLOCS .. "d\n",
-           name, typ, objsize, total, alloc, ever))
+    ljust(name, NAME - indent * 4),
+    format(": %s :%" .. OBJSIZE .. "d:%" .. TOTAL .. "d:%" .. ALLOCED .. "d:%" .. NR_ALLOCS .. "d\n",
+           typ, objsize, total, alloc, ever))
 end
 
 --- kmemstat(w, s): the tree of arenas and the caches that import from them, in
@@ -140,7 +143,7 @@ function M.types(w, s)
   w(format("%-10s %12s %14s %14s %14s\n", "Lua type", "live", "live bytes", "held bytes", "allocs ever"))
   for _, t in ipairs(s.types) do
     if t.allocs > 0 then
-      w(format("%-10s %12d %14d %14d %14d\n", t.name, t.live, t.bytes, t.held, t.allocs))
+      w(ljust(t.name, 10), format(" %12d %14d %14d %14d\n", t.live, t.bytes, t.held, t.allocs))
     end
   end
 end

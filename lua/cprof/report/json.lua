@@ -12,6 +12,7 @@
 -- document's numbers read back as the same double: "%.15g", "%.16g" or "%.17g").
 
 local cjson = require "cjson"
+local args = require "cprof.args"
 
 local M = {}
 
@@ -221,6 +222,8 @@ end
 --- The document for st:report_table(opts, ...) (opts.callers, opts.callees), as a table
 --- (nulls are json.null).
 function M.stats_document(st, opts, ...)
+  args.check(args.typename(st) == "Stats", st, 1, "stats_document", "Stats")
+  args.check(opts == nil or type(opts) == "table", opts, 2, "stats_document", "options table")
   opts = opts or {}
   local t = st:report_table(opts, ...)
   local rows = array()
@@ -264,6 +267,8 @@ end
 
 --- The JSON text cprof-stats --json prints (with a final newline).
 function M.stats_json(st, opts, ...)
+  args.check(args.typename(st) == "Stats", st, 1, "stats_json", "Stats")
+  args.check(opts == nil or type(opts) == "table", opts, 2, "stats_json", "options table")
   local out = {}
   write_value(M.stats_document(st, opts, ...), out)
   return concat(out) .. "\n"

@@ -4,6 +4,7 @@
 --
 -- The printer takes a Stats and `out`, a function that writes one string.
 
+local dump = require "cprof.dump"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"
 
@@ -14,21 +15,28 @@ local sformat, ssub, srep, sgsub = string.format, string.sub, string.rep, string
 local huge = math.huge
 local int_str, rjust, g = pyfmt.int_str, pyfmt.rjust, pyfmt.g
 
--- The unit of the Time columns: the timer's seconds per tick (1e-6 when the sources did not
--- say).
+-- The unit of the Time columns: st.line_unit when set (cprof-stats -u), else the timer's
+-- seconds per tick (1e-6 when the sources did not say).
 local function line_unit(st)
-  local unit = st.unit
+  local unit = st.line_unit or st.unit
   if type(unit) ~= "number" or not (unit > 0) or unit == huge then unit = 1e-6 end
   return unit
 end
 
--- The lines of a source file ("\n" or "\r\n" endings), or nil when it cannot be read.
+-- The most of a source file read: a profile names its files, and nothing in it is trusted.
+local MAX_SOURCE = 2 ^ 26
+
+-- The lines of a source file ("\n" or "\r\n" endings), or nil when it cannot be read (or is no
+-- regular file: a profile's file name may be a FIFO's, or /dev/zero).
 local function source_lines(file)
-  if type(file) ~= "string" or file == "" or ssub(file, 1, 1) == "[" then return nil end
+  if type(file) ~= "string" or file == "" or ssub(file, 1, 1) == "[" or not dump.is_regular(file) then
+    return nil
+  end
   local f = io.open(file, "rb")
   if not f then return nil end
-  local ok, text = pcall(f.read, f, "*a")
+  local ok, text = pcall(f.read, f, MAX_SOURCE)
   f:close()
+  if ok and text == nil then text = "" end -- an empty file
   if not ok or type(text) ~= "string" then return nil end
   local lines = {}
   for line in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = (sgsub(line, "\r$", "")) end

@@ -60,8 +60,8 @@ function M.print_memory(st, out, sel)
   end
   local meta = st.meta or {}
   if type(meta.memory_lost) == "number" and meta.memory_lost > 0 then
-    out(sformat("   cprof: %s allocations were charged to no function (memory ran out while" ..
-                " profiling)\n\n", int_str(meta.memory_lost)))
+    out(sformat("   cprof: %s charged to no function (memory ran out while profiling)\n\n",
+                text.count(meta.memory_lost, "allocation was", "allocations were")))
   end
 end
 

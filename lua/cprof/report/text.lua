@@ -21,6 +21,11 @@ function M.title_line()
   return "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)"
 end
 
+--- "1 time", "2 times": a count and its noun.
+function M.count(n, one, many)
+  return int_str(n) .. " " .. (n == 1 and one or many)
+end
+
 --- "nc" or "nc/cc".
 function M.calls_text(nc, cc)
   local c = int_str(nc)
@@ -58,6 +63,12 @@ local function print_head(st, out)
   end
   out(s .. "in " .. pyfmt.g("%.3f", st.total_tt) .. " seconds\n")
   out("\n")
+  -- cprof turns LuaJIT's compiler off while it profiles, or compiled code would call no hook
+  local lua = type(st.meta) == "table" and st.meta.lua_version
+  if type(lua) == "string" and lua:find("^LuaJIT") then
+    out("   cprof: profiled on " .. lua .. " with the JIT compiler off: the times are those of"
+      .. " the interpreter\n\n")
+  end
 end
 
 -- What the numbers lack, from the profile's meta (pstats has no such lines: they appear only
@@ -65,22 +76,28 @@ end
 local function print_warnings(st, out)
   local meta = st.meta or {}
   if type(meta.dropped) == "number" and meta.dropped > 0 then
-    out(sformat("   cprof: memory ran out while profiling: %s events were not recorded\n\n",
-                int_str(meta.dropped)))
+    out(sformat("   cprof: memory ran out while profiling: %s not recorded\n\n",
+                M.count(meta.dropped, "event was", "events were")))
   end
   if type(meta.tree_folded) == "number" and meta.tree_folded > 0 then
-    out(sformat("   cprof: the call tree reached its cap of %s nodes: %s calls on deeper new paths" ..
-                " were counted in their caller's node\n\n",
-                int_str(meta.tree_cap or 0), int_str(meta.tree_folded)))
+    out(sformat("   cprof: the call tree reached its cap of %s nodes: %s on deeper new paths" ..
+                " counted in their caller's node\n\n", int_str(meta.tree_cap or 0),
+                M.count(meta.tree_folded, "call was", "calls were")))
   end
   if meta.fast_path == "fallback" then
     out(sformat("   cprof: the fast path was not used: %s; every call was resolved through Lua's" ..
                 " public API\n\n", tostring(meta.fast_path_why)))
   end
   if type(meta.bias_clamped) == "number" and meta.bias_clamped > 0 then
-    out(sformat("   cprof: %s times went below zero after subtracting the bias (%s s per event)" ..
-                " and were shown as 0\n\n",
-                int_str(meta.bias_clamped), sformat("%.3g", type(meta.bias) == "number" and meta.bias or 0)))
+    out(sformat("   cprof: %s went below zero after subtracting the bias (%s s per event)" ..
+                " and %s shown as 0\n\n", M.count(meta.bias_clamped, "time", "times"),
+                sformat("%.3g", type(meta.bias) == "number" and meta.bias or 0),
+                meta.bias_clamped == 1 and "was" or "were"))
+  end
+  if type(meta.timer_errors) == "number" and meta.timer_errors > 0 then
+    out(sformat("   cprof: %s of the timer failed (it raised an error or returned no number) and" ..
+                " repeated the last good reading: the times are wrong\n\n",
+                M.count(meta.timer_errors, "reading", "readings")))
   end
 end
 

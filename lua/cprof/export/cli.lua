@@ -1,0 +1,178 @@
+--- cprof.export.cli: cprof-stats' options for exports, the call tree and diffs.
+--
+--   cprof-stats FILE... --export FORMAT [-o OUT] [--weight W] [--icicle] [--title T] [PATTERN...]
+--   cprof-stats FILE... --tree [--depth N] [--min-percent P] [--memory] [-o OUT] [PATTERN...]
+--   cprof-stats NEW... --diff BASE [--sort KEY] [--limit N] [--strip-dirs] [-o OUT] [PATTERN...]
+--   cprof-stats NEW... --diff BASE --export svg|folded [-o OUT] [--weight W]
+--
+-- cprof-stats appends M.OPTIONS to its own table of options (one parser, one --help) and hands
+-- the command to M.cli_exports when M.wanted says so.  Every value these options take is
+-- stored in o.exports, so that they stay apart from the report's settings.
+
+local M = {}
+
+local export = require("cprof.export")
+
+local tostring, tonumber, ipairs, type, pcall = tostring, tonumber, ipairs, type, pcall
+local concat = table.concat
+
+local function settings(o)
+  o.exports = o.exports or {}
+  return o.exports
+end
+
+local function number(name, v, fail, min)
+  local n = tonumber(v)
+  if n == nil or n ~= n or n < min or n == math.huge then
+    fail("option --" .. name .. ": '" .. v .. "' is not a number of at least " .. min)
+  end
+  return n
+end
+
+M.OPTIONS = {
+  { long = "export", short = "e", arg = "FORMAT",
+    help = { "Write the profile for other tools instead of printing a report: svg (a flame",
+             "graph, zoom on click, search, tooltips), folded (collapsed stacks for",
+             "flamegraph.pl), pstats (Python's pstats, snakeviz, gprof2dot), callgrind",
+             "(KCachegrind, callgrind_annotate), speedscope, pprof (go tool pprof, gzipped",
+             "profile.proto), chrome (Trace Event JSON, a synthetic time line of the call",
+             "tree).  Several FILEs are added, their call trees merged by path.  PATTERNs",
+             "keep only the call paths through matching functions.  docs/EXPORTS.md." },
+    set = function(o, v) settings(o).format = v end },
+  { long = "output", short = "o", arg = "FILE",
+    help = { "With --export, --tree or --diff: write to FILE (replaced whole, or not at all",
+             "when something fails) instead of standard output." },
+    set = function(o, v) settings(o).output = v end },
+  { long = "weight", arg = "W",
+    help = { "With --export: what widths and values measure: time (default), calls, and on",
+             "profiles with memory alloc (bytes allocated), allocs (allocations) or live",
+             "(bytes still live)." },
+    set = function(o, v) settings(o).weight = v end },
+  { long = "icicle",
+    help = { "With --export svg: draw the tree top-down (an icicle graph)." },
+    set = function(o) settings(o).icicle = true end },
+  { long = "title", arg = "TEXT",
+    help = { "With --export svg: the flame graph's title." },
+    set = function(o, v) settings(o).title = v end },
+  { long = "tree",
+    help = { "Print the call tree top-down: each call path once, indented by depth, with its",
+             "inclusive time, share of the total, own time and calls, the largest first.",
+             "PATTERNs keep only the paths through matching functions; with --memory, the",
+             "inclusive allocated bytes, allocations and live bytes too." },
+    set = function(o) settings(o).tree = true end },
+  { long = "depth", arg = "N",
+    help = { "With --tree: print at most N levels." },
+    set = function(o, v, fail)
+      local n = number("depth", v, fail, 1)
+      if n % 1 ~= 0 then fail("option --depth: '" .. v .. "' is not a whole number") end
+      settings(o).depth = n
+    end },
+  { long = "min-percent", arg = "P",
+    help = { "With --tree: leave out the call paths under P percent of the total time",
+             "(default 0.5; 0 prints every path)." },
+    set = function(o, v, fail) settings(o).min_percent = number("min-percent", v, fail, 0) end },
+  { long = "diff", arg = "BASE",
+    help = { "Compare the FILEs with the profile BASE: per function, the calls, tottime and",
+             "cumtime, and their change (absolute and percent), the largest change in",
+             "tottime first (--sort cumulative or calls for another; --limit and PATTERNs",
+             "restrict the rows); new and gone functions are marked.  With --export svg, a",
+             "differential flame graph (red grew, blue shrank); with --export folded, two",
+             "counts per stack (difffolded.pl's format)." },
+    set = function(o, v) settings(o).base = v end },
+}
+
+--- True when the command line asks for an export, the tree or a diff.
+function M.wanted(o)
+  local x = o.exports
+  return x ~= nil and (x.format ~= nil or x.tree or x.base ~= nil)
+end
+
+-- An error of the export layer as one line without its module prefix.
+local function plain(err)
+  return (tostring(err):gsub("^cprof[%.%a]*: ", "", 1):gsub("\n", " "))
+end
+
+-- The options given that do not go with what was asked (`allowed` names the kinds that do).
+local function refused(o, allowed)
+  local x = o.exports
+  local given = {
+    { "--sort", #o.sort > 0, "sort" }, { "--callers", o.views.callers }, { "--callees", o.views.callees },
+    { "--stats", o.views.stats }, { "--lines", o.views.lines }, { "--memory", o.views.memory, "memory" },
+    { "--json", o.json }, { "--reverse", o.reverse }, { "--strip-dirs", o.strip_dirs, "strip" },
+    { "--weight", x.weight ~= nil, "weight" }, { "--icicle", x.icicle, "svg" },
+    { "--title", x.title ~= nil, "svg" }, { "--depth", x.depth ~= nil, "tree" },
+    { "--min-percent", x.min_percent ~= nil, "tree" }, { "-i", o.interactive },
+  }
+  local bad = {}
+  for _, g in ipairs(given) do
+    if g[2] and not (g[3] and allowed[g[3]]) then bad[#bad + 1] = g[1] end
+  end
+  local numbers = false
+  for _, r in ipairs(o.restrictions) do numbers = numbers or type(r) == "number" end
+  if numbers and not allowed.limit then bad[#bad + 1] = "--limit" end
+  return bad
+end
+
+--- Runs the command: writes the export, the tree or the diff.  `fail(msg)` reports a bad
+--- command line or file (cprof-stats exits 2).  Returns the exit status.
+function M.cli_exports(o, fail)
+  local x = o.exports
+  local files = o.files
+  if #files == 0 then fail("no dump file given (see cprof-stats --help)") end
+  local modes = {}
+  if x.format then modes[#modes + 1] = "--export" end
+  if x.tree then modes[#modes + 1] = "--tree" end
+  if x.base and not x.format then modes[#modes + 1] = "--diff" end
+  if #modes > 1 then fail("options " .. concat(modes, " and ") .. " do not go together") end
+  local allowed
+  if x.tree then
+    allowed = { memory = true, tree = true }
+  elseif x.format then
+    allowed = { weight = true, svg = x.format == "svg" }
+  else
+    allowed = { sort = true, limit = true, strip = true }
+  end
+  local bad = refused(o, allowed)
+  if #bad > 0 then
+    fail("option" .. (#bad > 1 and "s " or " ") .. concat(bad, ", ") .. " do" .. (#bad > 1 and "" or "es")
+      .. " not go with " .. (modes[1] or "--diff"))
+  end
+  local patterns = {}
+  for _, r in ipairs(o.restrictions) do
+    if type(r) == "string" then patterns[#patterns + 1] = r end
+  end
+  for _, f in ipairs(files) do
+    local ok, err = pcall(require("cprof.dump").check_file, f)
+    if not ok then fail(plain(err)) end
+  end
+  local out = x.output or io.stdout
+
+  local ok, err = pcall(function()
+    if x.format then
+      export.export(x.format, files, out, { weight = x.weight, patterns = patterns, base = x.base,
+        icicle = x.icicle, title = x.title })
+    elseif x.tree then
+      local m = export.model(files)
+      export.output(out, false, function(sink)
+        require("cprof.report.tree").write(m, sink, { depth = x.depth, min_percent = x.min_percent,
+          patterns = patterns, memory = o.views.memory, title = concat(files, " + ") })
+      end)
+    else
+      local stats = require("cprof.stats")
+      local new = stats.new((table.unpack or unpack)(files))
+      local base = stats.new(x.base)
+      if o.strip_dirs then
+        new:strip_dirs()
+        base:strip_dirs()
+      end
+      export.output(out, false, function(sink)
+        require("cprof.report.diff").write(new, base, sink, { sort = o.sort[1],
+          restrictions = o.restrictions, names = { concat(files, " + "), x.base } })
+      end)
+    end
+  end)
+  if not ok then fail(plain(err)) end
+  return 0
+end
+
+return M

@@ -1,0 +1,418 @@
+--- cprof.export.model: the call-context tree of a profile, as the exports read it.
+--
+--   local m = model.new(d)          d: profile data (cprof.data), bias already subtracted
+--   m.n, m.parent, m.frame          the tree's nodes (parents before children)
+--   m:has_tree()                    false for data without nodes (a pstats file, a Stats)
+--   m:weight(name)                  self value of every node for weight `name` (M.WEIGHTS)
+--   m:restrict(self, patterns)      self values kept only on paths through a matching function
+--   m:inclusive(self)               the subtree sums of `self`
+--   m:children(incl)                the children of every node, largest first (see below)
+--   m:walk(kids, visit)             depth-first walk, children in that order
+--   m:label(f), m:name(f)           a frame's full and short names
+--   m:threads()                     which coroutine body each node runs in
+--
+-- Everything is arrays indexed by node or frame number, never a table per node: a dump has up
+-- to a million nodes and every export must stay well inside a gigabyte.  A node's inclusive
+-- value is the sum of its subtree's self values (for time, tottime summed equals the node's
+-- cumtime: the engine folds recursion into the ancestor node), so widths always add up.
+
+local M = {}
+
+local funckey = require("cprof.funckey")
+local restrictions = require("cprof.restrictions")
+local data_mod = require("cprof.profdata")
+
+local type, error, ipairs, tostring, sformat = type, error, ipairs, tostring, string.format
+local sbyte, sfind, concat = string.byte, string.find, table.concat
+local sort, floor = table.sort, math.floor
+
+--- The weights: what a node's value is (`self(nodes, k)`), its unit, and its label.
+M.WEIGHTS = {
+  time = { unit = "seconds", label = "time", column = "tottime" },
+  calls = { unit = "calls", label = "calls", column = "ncalls" },
+  alloc = { unit = "bytes", label = "allocated bytes", column = "alloc_bytes", memory = true },
+  allocs = { unit = "allocations", label = "allocations", column = "alloc_count", memory = true },
+  live = { unit = "bytes", label = "live bytes", memory = true },
+}
+M.WEIGHT_NAMES = { "time", "calls", "alloc", "allocs", "live" }
+
+local FFFD = "\239\191\189"
+
+-- The length of the valid UTF-8 sequence at s[i] (nil when there is none): no overlong forms,
+-- no surrogates, nothing above U+10FFFF, as Python's decoder demands.
+local function sequence(s, i)
+  local c = sbyte(s, i)
+  if c < 0x80 then return 1 end
+  local n, lo, hi
+  if c >= 0xC2 and c <= 0xDF then n, lo, hi = 2, 0x80, 0xBF
+  elseif c == 0xE0 then n, lo, hi = 3, 0xA0, 0xBF
+  elseif c == 0xED then n, lo, hi = 3, 0x80, 0x9F
+  elseif c >= 0xE1 and c <= 0xEF then n, lo, hi = 3, 0x80, 0xBF
+  elseif c == 0xF0 then n, lo, hi = 4, 0x90, 0xBF
+  elseif c >= 0xF1 and c <= 0xF3 then n, lo, hi = 4, 0x80, 0xBF
+  elseif c == 0xF4 then n, lo, hi = 4, 0x80, 0x8F
+  else return nil end
+  local b = sbyte(s, i + 1)
+  if not b or b < lo or b > hi then return nil end
+  for j = i + 2, i + n - 1 do
+    b = sbyte(s, j)
+    if not b or b < 0x80 or b > 0xBF then return nil end
+  end
+  return n
+end
+
+--- `s` as valid UTF-8: every byte that starts no valid sequence replaced by U+FFFD.
+function M.utf8(s)
+  if not sfind(s, "[\128-\255]") then return s end
+  local out, i, n = {}, 1, #s
+  while i <= n do
+    local len = sequence(s, i)
+    if len then
+      out[#out + 1] = s:sub(i, i + len - 1)
+      i = i + len
+    else
+      out[#out + 1] = FFFD
+      i = i + 1
+    end
+  end
+  return concat(out)
+end
+
+local Model = {}
+Model.__index = Model
+
+local function fail(fmt, ...)
+  error("cprof.export: " .. sformat(fmt, ...), 0)
+end
+M.fail = fail
+
+function M.new(d)
+  local F = d.frames
+  local N = d.nodes or { n = 0 }
+  return setmetatable({
+    d = d, F = F, N = N, n = N.n, meta = type(d.meta) == "table" and d.meta or {},
+    parent = N.parent or {}, frame = N.frame or {},
+  }, Model)
+end
+
+function Model:has_tree()
+  return self.n > 0
+end
+
+--- Raises the error every format that needs the call tree gives for a profile without one
+--- (m.no_tree, set by cprof.export.model, says which source had none).
+function Model:need_tree(format)
+  if self.n == 0 then
+    fail("%s needs the call tree, and this profile has none (%s): pstats and callgrind need only"
+      .. " functions and callers; for the others, export a cprof dump, a Profile or"
+      .. " cprof.load's data", format, self.no_tree or "it has no nodes")
+  end
+end
+
+function Model:has_memory()
+  return type(self.N.alloc_bytes) == "table"
+end
+
+--- Self values of weight `name` for every node, never below 0 (a time the bias took below 0 is
+--- already 0; widths cannot be negative).
+function Model:weight(name)
+  local w = M.WEIGHTS[name]
+  if not w then
+    fail("unknown weight '%s' (time, calls, alloc, allocs or live)", tostring(name))
+  end
+  if w.memory and not self:has_memory() then
+    fail("weight '%s' needs a profile with memory (made with cprof's allocator installed:"
+      .. " CPROF_MEMORY=1 with cprof.auto)", name)
+  end
+  local N, out = self.N, {}
+  if w.column then
+    local col = N[w.column]
+    for k = 1, self.n do
+      local v = col[k]
+      out[k] = v > 0 and v or 0
+    end
+  else
+    local a, f = N.alloc_bytes, N.free_bytes
+    for k = 1, self.n do
+      local v = a[k] - f[k]
+      out[k] = v > 0 and v or 0
+    end
+  end
+  return out
+end
+
+-- Whole nanoseconds in [-2^62, 2^62], a time of NaN 0: a dump may hold any double, and the
+-- formats that take integers print these with %d.
+local NS_MAX = 2 ^ 62
+function M.nanoseconds(seconds)
+  local ns = seconds * 1e9 + 0.5
+  if ns ~= ns then return 0 end
+  if ns > NS_MAX then ns = NS_MAX elseif ns < -NS_MAX then ns = -NS_MAX end
+  ns = floor(ns)
+  return math.tointeger and math.tointeger(ns) or ns
+end
+
+--- Self values of weight `name` as whole numbers, for formats that take integers: times in
+--- nanoseconds (rounded per node, so that sums of them are exact), counts and bytes as they
+--- are.  Also returns the unit of the numbers ("nanoseconds" for time).
+function Model:integers(name, self_w)
+  self_w = self_w or self:weight(name)
+  if name ~= "time" then return self_w, M.WEIGHTS[name].unit end
+  local out = {}
+  for k = 1, self.n do out[k] = M.nanoseconds(self_w[k]) end
+  return out, "nanoseconds"
+end
+
+-- self[field], made by build(self) the first time it is asked for.
+local function cached(self, field, build)
+  local t = self[field]
+  if not t then
+    t = build(self)
+    self[field] = t
+  end
+  return t
+end
+
+local function labels(self)
+  local out, F = {}, self.F
+  for i = 1, F.n do
+    if F.kind[i] == "C" then
+      out[i] = funckey.func_std_string("~", 0, "<" .. tostring(F.name[i]) .. ">")
+    else
+      out[i] = funckey.func_std_string(F.file[i], F.line[i], F.name[i])
+    end
+  end
+  return out
+end
+
+--- The full name of frame f as cprof's reports print it: file:line(name), {name} for C.
+function Model:label(f)
+  return cached(self, "labels", labels)[f]
+end
+
+local function basename(file)
+  return (tostring(file):match("([^/]*)$"))
+end
+
+local function names(self)
+  local out, F = {}, self.F
+  local count, pending = {}, {}
+  for i = 1, F.n do
+    local c = tostring(F.name[i])
+    count[c] = (count[c] or 0) + 1
+  end
+  for i = 1, F.n do
+    local c = tostring(F.name[i])
+    if count[c] == 1 or F.kind[i] == "C" then out[i] = c else pending[#pending + 1] = i end
+  end
+  local with_line = function(i) return sformat("%s:%s", tostring(F.name[i]), tostring(F.line[i])) end
+  local with_file = function(i)
+    return sformat("%s %s:%s", tostring(F.name[i]), basename(F.file[i]), tostring(F.line[i]))
+  end
+  for _, candidate in ipairs({ with_line, with_file }) do
+    local cand, still = {}, {}
+    for _, i in ipairs(pending) do
+      local c = candidate(i)
+      cand[i] = c
+      count[c] = (count[c] or 0) + 1
+    end
+    for _, i in ipairs(pending) do
+      if count[cand[i]] == 1 then out[i] = cand[i] else still[#still + 1] = i end
+    end
+    pending = still
+  end
+  for _, i in ipairs(pending) do out[i] = self:label(i) end
+  return out
+end
+
+--- A short name of frame f that no other frame has: the function's name, with ":line" (and
+--- then the file's base name) added only where two frames would otherwise share it.  Viewers
+--- that show one name per function (callgrind_annotate, pprof -top) then keep them apart.
+function Model:name(f)
+  return cached(self, "names", names)[f]
+end
+
+--- The self values kept on the paths that go through a function matching one of `patterns`
+--- (Lua patterns, "|" between alternatives, matched against the full names, as cprof-stats'
+--- restrictions are): as grepping folded stacks does, every other node's own value is 0.
+function Model:restrict(self_w, patterns)
+  if not patterns or #patterns == 0 then return self_w end
+  local F = self.F
+  local match = {}
+  local matchers = {}
+  for i, p in ipairs(patterns) do
+    local m, why = restrictions.matcher(p)
+    if not m then fail("bad pattern '%s': %s", p, tostring(why)) end
+    matchers[i] = m
+  end
+  for f = 1, F.n do
+    local label = self:label(f)
+    for _, hit_of in ipairs(matchers) do
+      if hit_of(label) then
+        match[f] = true
+        break
+      end
+    end
+  end
+  local on, out, parent, frame = {}, {}, self.parent, self.frame
+  on[0] = false
+  for k = 1, self.n do
+    local v = on[parent[k]] or match[frame[k]] or false
+    on[k] = v
+    out[k] = v and self_w[k] or 0
+  end
+  return out
+end
+
+--- Inclusive values: each node's self value plus its descendants'.  incl[0] is the total.
+function Model:inclusive(self_w)
+  local incl, parent = {}, self.parent
+  incl[0] = 0
+  for k = 1, self.n do incl[k] = self_w[k] end
+  for k = self.n, 1, -1 do
+    local p = parent[k]
+    incl[p] = incl[p] + incl[k]
+  end
+  return incl
+end
+
+--- The children of every node, in compressed rows: node k's children are
+--- kids.child[kids.first[k] .. kids.first[k + 1] - 1], the roots those of node 0.  Ordered by
+--- `incl` (largest first), then by name, then by node number, so that output is reproducible.
+function Model:children(incl)
+  local n, parent = self.n, self.parent
+  local count = {}
+  for k = 0, n + 1 do count[k] = 0 end
+  for k = 1, n do
+    local p = parent[k]
+    count[p] = count[p] + 1
+  end
+  local first = {}
+  local pos = 1
+  for k = 0, n do
+    first[k] = pos
+    pos = pos + count[k]
+  end
+  first[n + 1] = pos
+  local fill, child = {}, {}
+  for k = 0, n do fill[k] = first[k] end
+  for k = 1, n do
+    local p = parent[k]
+    child[fill[p]] = k
+    fill[p] = fill[p] + 1
+  end
+  if incl then
+    local frame = self.frame
+    local function before(a, b)
+      local wa, wb = incl[a], incl[b]
+      if wa ~= wb then return wa > wb end
+      local la, lb = self:label(frame[a]), self:label(frame[b])
+      if la ~= lb then return la < lb end
+      return a < b
+    end
+    local seg = {}
+    for k = 0, n do
+      local lo, hi = first[k], first[k + 1] - 1
+      if hi > lo then
+        for i = lo, hi do seg[i - lo + 1] = child[i] end
+        for i = hi - lo + 2, #seg do seg[i] = nil end
+        sort(seg, before)
+        for i = lo, hi do child[i] = seg[i - lo + 1] end
+      end
+    end
+  end
+  return { first = first, child = child }
+end
+
+--- Depth-first walk from the roots: visit(k, depth, path) for each node before its children,
+--- with path[1 .. depth] the nodes from the root down to k (reused: do not keep it).  When
+--- visit returns false the node's subtree is skipped.
+function Model:walk(kids, visit)
+  local first, child = kids.first, kids.child
+  local path, nextpos, last = {}, {}, {}
+  local depth = 0
+  path[0], nextpos[0], last[0] = 0, first[0], first[1] - 1
+  while depth >= 0 do
+    local i = nextpos[depth]
+    if i > last[depth] then
+      depth = depth - 1
+    else
+      nextpos[depth] = i + 1
+      local k = child[i]
+      local d = depth + 1
+      path[d] = k
+      if visit(k, d, path) ~= false then
+        depth = d
+        nextpos[d], last[d] = first[k], first[k + 1] - 1
+      end
+    end
+  end
+end
+
+--- The nodes of `base` (another model) on the same call paths as this one's: to_base[k] is
+--- base's node with node k's path (functions matched as cprof.data.merge matches them), or
+--- nil; matched[j] is true for each base node j that some node here has.
+function Model:align(base)
+  local bparent, bframe = base.parent, base.frame
+  local parent, frame = self.parent, self.frame
+  -- Frame identities, each made once per profile.
+  local function ids(F)
+    local memo = {}
+    return function(f)
+      local id = memo[f]
+      if not id then
+        id = data_mod.frame_id(F, f)
+        memo[f] = id
+      end
+      return id
+    end
+  end
+  local bid, id_of = ids(base.F), ids(self.F)
+  local index = {}
+  for j = 1, base.n do index[bparent[j] .. ">" .. bid(bframe[j])] = j end
+  local to_base, matched = { [0] = 0 }, {}
+  for k = 1, self.n do
+    local p = to_base[parent[k]]
+    if p then
+      local id = id_of(frame[k])
+      local j = index[p .. ">" .. id]
+      to_base[k] = j
+      if j then matched[j] = true end
+    end
+  end
+  to_base[0] = nil
+  return to_base, matched
+end
+
+-- The C functions that run another coroutine: their callee is a coroutine's body.
+local SWITCH = { ["coroutine.resume"] = true, ["function made by coroutine.wrap"] = true }
+
+--- Which thread each node belongs to: the main thread (1) or the coroutine whose body runs
+--- under a coroutine.resume or a coroutine.wrap function (the tree knows coroutines only
+--- there: their bodies are called by those).  Coroutines with the same body are one thread.
+--- Returns thread[k] for each node, the threads' names, and top[k] = true for each node that
+--- starts a thread (a coroutine's body).
+function Model:threads()
+  local F, parent, frame = self.F, self.parent, self.frame
+  local thread, top, names, ids = {}, {}, { "main" }, {}
+  thread[0] = 1
+  for k = 1, self.n do
+    local p = parent[k]
+    local pf = p > 0 and frame[p]
+    if pf and F.kind[pf] == "C" and SWITCH[F.name[pf]] then
+      local f = frame[k]
+      local t = ids[f]
+      if not t then
+        t = #names + 1
+        ids[f] = t
+        names[t] = "coroutine " .. self:name(f)
+      end
+      thread[k], top[k] = t, true
+    else
+      thread[k] = thread[p]
+    end
+  end
+  return thread, names, top
+end
+
+return M

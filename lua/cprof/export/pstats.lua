@@ -1,0 +1,159 @@
+--- cprof.export.pstats: the file `cProfile -o` writes, for Python's pstats, `python -m pstats`,
+--- snakeviz, gprof2dot and pyprof2calltree.
+--
+-- The file is Python's marshal of the stats dict (shared/reference/pstats/SPEC.md §1):
+--
+--   { (file, line, name): (cc, nc, tt, ct, { caller: (nc, cc, tt, ct) }) }
+--
+-- with Lua's names mapped as SPEC.md §8 says: a Lua function is (chunk name, line defined,
+-- name), a main chunk (chunk name, 0, "<main chunk>"), a C function ("~", 0, "<name>"), which
+-- pstats prints as {name} exactly as cprof-stats does.  Counts are ints, times floats in
+-- seconds.  A function's key tuple is written once and referenced afterwards (marshal's
+-- FLAG_REF and 'r', as CPython's own marshal does), which keeps callers' dicts small.
+-- Marshal strings are UTF-8 that Python decodes strictly: bytes of a name that are not UTF-8
+-- become U+FFFD (model.utf8).  Only functions and their callers are needed, so profiles
+-- without a call tree (pstats files, Stats) can be written too.
+
+local M = {}
+
+local export = require("cprof.export")
+local binary = require("cprof.export.binary")
+local model_mod = require("cprof.export.model")
+
+M.binary = true
+M.WEIGHTS = { time = true }
+M.WEIGHTS_TEXT = "pstats holds times and call counts"
+
+local le32, double, iigg = binary.le32, binary.double, binary.iigg
+local schar, sbyte, concat, floor = string.char, string.byte, table.concat, math.floor
+local tostring = tostring
+
+local function str(s)
+  s = model_mod.utf8(tostring(s))
+  return "u" .. le32(#s) .. s
+end
+
+-- An int: 'i' when it fits 32 bits, else 'l' with 15-bit digits (sign in the digit count).
+local function int(n)
+  if n >= -2147483648 and n <= 2147483647 then return "i" .. le32(n) end
+  local neg = n < 0
+  if neg then n = -n end
+  local digits = {}
+  while n > 0 do
+    local d = n % 32768
+    digits[#digits + 1] = schar(d % 256, floor(d / 256))
+    n = floor(n / 32768)
+  end
+  return "l" .. le32(neg and -#digits or #digits) .. concat(digits)
+end
+
+local function count(x)
+  if x ~= floor(x) or x ~= x then
+    model_mod.fail("pstats: call count %s is not a whole number", tostring(x))
+  end
+  return int(x)
+end
+
+local INT32 = 2147483647
+
+-- A (count, count, time, time) group: one string.pack where the counts fit 32 bits.
+local function ccff(a, b, c, d)
+  if a >= 0 and a <= INT32 and b >= 0 and b <= INT32 and a == floor(a) and b == floor(b) then
+    return iigg(a, b, c, d)
+  end
+  return count(a) .. count(b) .. "g" .. double(c) .. "g" .. double(d)
+end
+
+local REF_TUPLE3 = schar(sbyte("(") + 128) .. le32(3)
+local TUPLE4, TUPLE5 = "(" .. le32(4), "(" .. le32(5)
+
+-- Written straight from the columns (a million edges make a million small tables otherwise):
+-- functions that completed a call, in frame order, each with its callers (edges with calls
+-- between two such functions; the same pair twice is summed, as cprof.data.to_stats does).
+function M.write(m, sink)
+  local F, E = m.F, m.d.edges
+  local live = {}
+  local functions = 0
+  for f = 1, F.n do
+    if F.ncalls[f] ~= 0 then
+      live[f] = true
+      functions = functions + 1
+    end
+  end
+  if functions == 0 then
+    model_mod.fail("pstats: the profile has no function that completed a call (Python's pstats"
+      .. " refuses an empty stats dict)")
+  end
+  -- The callers of each function, in compressed rows (edge numbers).
+  local first, list, fill = {}, {}, {}
+  for f = 1, F.n + 1 do first[f] = 0 end
+  for e = 1, E.n do
+    local g = E.callee[e]
+    if E.ncalls[e] ~= 0 and live[g] and live[E.caller[e]] then first[g] = first[g] + 1 end
+  end
+  local pos = 1
+  for f = 1, F.n + 1 do
+    local c = first[f]
+    first[f], fill[f] = pos, pos
+    pos = pos + c
+  end
+  for e = 1, E.n do
+    local g = E.callee[e]
+    if E.ncalls[e] ~= 0 and live[g] and live[E.caller[e]] then
+      list[fill[g]] = e
+      fill[g] = fill[g] + 1
+    end
+  end
+
+  local w = export.buffer(sink)
+  -- A function's key is written whole (flagged) the first time, as a reference afterwards.
+  local ref, nrefs = {}, 0
+  local function put_key(f)
+    local r = ref[f]
+    if r then
+      w.put(r)
+      return
+    end
+    if F.kind[f] == "C" then
+      w.put(REF_TUPLE3 .. str("~") .. int(0) .. str("<" .. tostring(F.name[f]) .. ">"))
+    else
+      w.put(REF_TUPLE3 .. str(F.file[f]) .. count(F.line[f]) .. str(F.name[f]))
+    end
+    ref[f] = "r" .. le32(nrefs)
+    nrefs = nrefs + 1
+  end
+  local mark, slot = {}, {}
+  local nc, cc, tt, ct, callers = {}, {}, {}, {}, {}
+  w.put("{")
+  for f = 1, F.n do
+    if live[f] then
+      put_key(f)
+      w.put(TUPLE5 .. ccff(F.pcalls[f], F.ncalls[f], F.tottime[f], F.cumtime[f]) .. "{")
+      local n = 0
+      for i = first[f], first[f + 1] - 1 do
+        local e = list[i]
+        local c = E.caller[e]
+        local j = mark[c] == f and slot[c]
+        if j then
+          nc[j], cc[j] = nc[j] + E.ncalls[e], cc[j] + E.pcalls[e]
+          tt[j], ct[j] = tt[j] + E.tottime[e], ct[j] + E.cumtime[e]
+        else
+          n = n + 1
+          mark[c], slot[c] = f, n
+          callers[n], nc[n], cc[n], tt[n], ct[n] = c, E.ncalls[e], E.pcalls[e], E.tottime[e],
+            E.cumtime[e]
+        end
+      end
+      for j = 1, n do
+        put_key(callers[j])
+        w.put(TUPLE4 .. ccff(nc[j], cc[j], tt[j], ct[j]))
+      end
+      w.put("0")
+    end
+  end
+  w.put("0")
+  w.flush()
+  return { format = "pstats", functions = functions }
+end
+
+return M

@@ -1,0 +1,430 @@
+--- cprof.export.svg: a flame graph as one self-contained SVG file (no other tool, no network).
+--
+-- Each node of the call tree is a box as wide as its inclusive value, on top of its caller
+-- (or, with opts.icicle, below it).  Colours say the kind of function: Lua functions in warm
+-- colours, one hue per file; C functions in blues; main chunks in greens.  A title, the
+-- weight and its unit, and a legend head the picture.  In a browser (the script inside):
+--   * a click on a box zooms on it (its callers stay, faded, as the path to it); "Reset Zoom"
+--     or a click on the background goes back;
+--   * "Search" (or Ctrl-F) asks for a regular expression, paints the boxes whose full name
+--     (file:line(name)) matches it and prints their share of the total, counting nested
+--     matches once; the page's ?s=TERM does it on load;
+--   * hovering a box shows its name, file:line, calls, value and share at the bottom (and as
+--     the box's tooltip).
+-- Boxes narrower than opts.minwidth pixels (default 1) are not drawn one by one: the small
+-- children of a box are merged into one grey box, and the subtitle says how many frames were
+-- merged, as flamegraph.pl drops its narrow frames.  So the file stays small and quick on trees
+-- of any size: at most a few boxes per pixel column and level.
+--
+-- With opts.base (another profile) it is a differential flame graph, as difffolded.pl and
+-- flamegraph.pl draw one: widths from this profile, colour from the change of each box's
+-- inclusive value against the same call path in the base: red grew, blue shrank, white did
+-- not change, the deeper the colour the larger the change.
+--
+-- opts: title, icicle, width (pixels, default 1200), minwidth (pixels, default 1).
+
+local M = {}
+
+local export = require("cprof.export")
+local model_mod = require("cprof.export.model")
+
+M.restricts = true
+M.diff = true
+
+local floor, abs, sformat, concat, tostring = math.floor, math.abs, string.format, table.concat,
+  tostring
+local sbyte, sgsub = string.byte, string.gsub
+
+local FRAME_H, FONT, CHAR_W, XPAD = 16, 12, 0.59, 10
+local TOP, BOTTOM = 78, 34
+
+-- Text for XML: escaped, valid UTF-8, no control characters (XML 1.0 forbids them).
+local XML = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" }
+local function xml(s)
+  s = model_mod.utf8(tostring(s))
+  return (sgsub(sgsub(s, "[%z\1-\8\11\12\14-\31]", "?"), '[&<>"]', XML))
+end
+
+-- Whole numbers with thousands separators.
+local function grouped(n)
+  local s = sformat("%d", n)
+  local head, digits = s:match("^(-?)(%d+)$")
+  digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  return head .. digits
+end
+
+local function seconds(x)
+  local a = abs(x)
+  if a >= 1 then return sformat("%.3f s", x) end
+  if a >= 1e-3 then return sformat("%.3f ms", x * 1e3) end
+  if a >= 1e-6 then return sformat("%.3f \194\181s", x * 1e6) end
+  return sformat("%.0f ns", x * 1e9)
+end
+
+local function bytes(x)
+  local a = abs(x)
+  if a >= 2 ^ 30 then return sformat("%.2f GiB", x / 2 ^ 30) end
+  if a >= 2 ^ 20 then return sformat("%.2f MiB", x / 2 ^ 20) end
+  if a >= 2 ^ 10 then return sformat("%.2f KiB", x / 2 ^ 10) end
+  return grouped(x) .. " B"
+end
+
+-- A value of each weight as people read it: "12.345 ms", "1,234 calls", "1.50 MiB".
+local FORMAT = {
+  time = seconds,
+  calls = function(x) return grouped(x) .. " calls" end,
+  alloc = bytes,
+  allocs = function(x) return grouped(x) .. " allocations" end,
+  live = bytes,
+}
+
+-- A hash of a string in [0, 1), the same on every run and every Lua.
+local function hash(s)
+  local h = 0
+  for i = 1, #s do h = (h * 31 + sbyte(s, i)) % 1000003 end
+  return h / 1000003
+end
+
+-- The fill of frame f: warm for Lua functions (a hue per file), blue for C, green for main
+-- chunks; the name varies the shade a little so that neighbours stay apart.
+local function colour(F, f)
+  local kind, name = F.kind[f], tostring(F.name[f])
+  local v = hash(name)
+  if kind == "C" then
+    return sformat("hsl(%d,55%%,%d%%)", 195 + floor(v * 30), 62 + floor(v * 12))
+  elseif kind == "main" then
+    return sformat("hsl(%d,50%%,%d%%)", 95 + floor(hash(tostring(F.file[f])) * 35), 55 + floor(v * 10))
+  end
+  return sformat("hsl(%d,80%%,%d%%)", floor(hash(tostring(F.file[f])) * 50), 56 + floor(v * 12))
+end
+
+local MERGED_FILL = "rgb(190,190,190)"
+
+-- Differential colour: red for growth, blue for shrinkage, by the change's share of the
+-- largest change.
+local function diff_colour(d, max)
+  if max == 0 or d == 0 then return "rgb(250,250,250)" end
+  local c = floor(220 * (1 - abs(d) / max) + 0.5)
+  if d > 0 then return sformat("rgb(255,%d,%d)", c, c) end
+  return sformat("rgb(%d,%d,255)", c, c)
+end
+
+-- The text that fits in a box `w` pixels wide (what the script does again on zoom).
+local function fit(name, w)
+  local n = floor((w - 6) / (FONT * CHAR_W))
+  if n < 3 then return "" end
+  if #name <= n then return name end
+  return name:sub(1, n - 2) .. ".."
+end
+
+local SCRIPT = [[
+"use strict";
+var svg, frames, details, matched, unzoom, searchbtn, W, XPAD, FONT, CHARW, zoomed = null;
+function init() {
+  svg = document.documentElement;
+  details = document.getElementById("details");
+  matched = document.getElementById("matched");
+  unzoom = document.getElementById("unzoom");
+  searchbtn = document.getElementById("search");
+  W = +svg.getAttribute("width"); XPAD = +svg.getAttribute("data-xpad");
+  FONT = +svg.getAttribute("data-font"); CHARW = +svg.getAttribute("data-charw");
+  frames = Array.prototype.slice.call(document.getElementById("frames").children);
+  frames.forEach(function (g) {
+    var r = g.firstElementChild.nextElementSibling;
+    g._x = +r.getAttribute("x"); g._w = +r.getAttribute("width");
+    g._d = +g.getAttribute("data-d"); g._name = g.getAttribute("data-n");
+    g._label = g.getAttribute("data-l"); g._fill = r.getAttribute("fill");
+    g._info = g.firstElementChild.textContent;
+  });
+  var box = document.getElementById("frames");
+  box.addEventListener("click", function (e) { var g = frame(e.target); if (g) zoom(g); });
+  box.addEventListener("mouseover", function (e) {
+    var g = frame(e.target); if (g) details.textContent = g._info.replace(/\n/g, "  \u00b7  ");
+  });
+  box.addEventListener("mouseout", function () { details.textContent = " "; });
+  unzoom.addEventListener("click", reset);
+  document.getElementById("background").addEventListener("click", reset);
+  searchbtn.addEventListener("click", function () {
+    if (searchbtn.classList.contains("on")) clearsearch(); else asksearch();
+  });
+  window.addEventListener("keydown", function (e) {
+    if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); asksearch(); }
+  });
+  var s = new URLSearchParams(location.search).get("s");
+  if (s) search(s);
+}
+function frame(n) {
+  while (n && n !== svg) {
+    if (n.parentNode && n.parentNode.id === "frames") return n;
+    n = n.parentNode;
+  }
+  return null;
+}
+function place(g, x, w) {
+  var r = g.firstElementChild.nextElementSibling, t = r.nextElementSibling;
+  r.setAttribute("x", x.toFixed(2)); r.setAttribute("width", w.toFixed(2));
+  t.setAttribute("x", (x + 3).toFixed(2));
+  var n = Math.floor((w - 6) / (FONT * CHARW)), name = g._name;
+  t.textContent = n < 3 ? "" : name.length <= n ? name : name.slice(0, n - 2) + "..";
+}
+function zoom(g) {
+  var x0 = g._x, w0 = g._w, d0 = g._d, scale = (W - 2 * XPAD) / w0, eps = 1e-6;
+  zoomed = g;
+  frames.forEach(function (f) {
+    var inside = f._x >= x0 - eps && f._x + f._w <= x0 + w0 + eps;
+    var above = f._x <= x0 + eps && f._x + f._w >= x0 + w0 - eps;
+    if (f._d < d0 && above) {
+      f.style.display = ""; f.classList.add("parent"); place(f, XPAD, W - 2 * XPAD);
+    } else if (f._d >= d0 && inside) {
+      f.style.display = ""; f.classList.remove("parent"); place(f, XPAD + (f._x - x0) * scale, f._w * scale);
+    } else {
+      f.style.display = "none";
+    }
+  });
+  unzoom.classList.remove("hide");
+}
+function reset() {
+  zoomed = null;
+  frames.forEach(function (f) {
+    f.style.display = ""; f.classList.remove("parent"); place(f, f._x, f._w);
+  });
+  unzoom.classList.add("hide");
+}
+function asksearch() {
+  var term = prompt("Search for a function (a regular expression, matched against file:line(name)):", "");
+  if (term) search(term);
+}
+function search(term) {
+  var re;
+  try { re = new RegExp(term); } catch (err) { matched.textContent = "Bad expression: " + term; return; }
+  var spans = [];
+  frames.forEach(function (f) {
+    var r = f.firstElementChild.nextElementSibling;
+    if (re.test(f._label)) { r.setAttribute("fill", "rgb(230,0,230)"); f.classList.add("match"); spans.push([f._x, f._x + f._w]); }
+    else { r.setAttribute("fill", f._fill); f.classList.remove("match"); }
+  });
+  spans.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });
+  var total = 0, end = -Infinity;
+  spans.forEach(function (s) {
+    if (s[0] >= end) { total += s[1] - s[0]; end = s[1]; }
+    else if (s[1] > end) { total += s[1] - end; end = s[1]; }
+  });
+  var pct = 100 * total / (W - 2 * XPAD);
+  matched.textContent = "Matched: " + pct.toFixed(2) + "% (" + spans.length + " frames)";
+  matched.setAttribute("data-share", pct.toFixed(4));
+  searchbtn.textContent = "Reset Search"; searchbtn.classList.add("on");
+}
+function clearsearch() {
+  frames.forEach(function (f) {
+    f.firstElementChild.nextElementSibling.setAttribute("fill", f._fill); f.classList.remove("match");
+  });
+  matched.textContent = " "; matched.removeAttribute("data-share");
+  searchbtn.textContent = "Search"; searchbtn.classList.remove("on");
+}
+]]
+
+local STYLE = [[
+text { font-family: Verdana, "DejaVu Sans", sans-serif; fill: rgb(0,0,0); }
+#title { font-size: 17px; text-anchor: middle; }
+#subtitle { font-size: 12px; text-anchor: middle; fill: rgb(70,70,70); }
+#frames text { font-size: 12px; pointer-events: none; }
+#frames g:hover rect { stroke: rgb(0,0,0); stroke-width: 0.5; }
+#frames g { cursor: pointer; }
+.parent { opacity: 0.5; }
+.button { font-size: 12px; cursor: pointer; fill: rgb(40,40,160); }
+.hide { display: none; }
+#details, #matched { font-size: 12px; }
+#matched { text-anchor: end; }
+]]
+
+-- The boxes to draw: nodes at least `minw` pixels wide, the narrower children of each box
+-- merged into one box.  Returns the boxes as columns (x and w in value units, depth, node or
+-- 0 for a merged box, and for merged boxes the number of frames they hold), the deepest level
+-- and the number of frames merged.
+local function layout(m, incl, scale, minw)
+  local kids = m:children(incl)
+  local first, child, parent = kids.first, kids.child, m.parent
+  local size = {}
+  for k = 1, m.n do size[k] = 1 end
+  for k = m.n, 1, -1 do
+    local p = parent[k]
+    if p > 0 then size[p] = size[p] + size[k] end
+  end
+  local B = { n = 0, x = {}, w = {}, d = {}, node = {}, count = {} }
+  local function box(x, w, d, node, count)
+    local i = B.n + 1
+    B.n = i
+    B.x[i], B.w[i], B.d[i], B.node[i], B.count[i] = x, w, d, node, count
+  end
+  local start, depth = { [0] = 0 }, { [0] = 0 }
+  local drawn = { [0] = true }
+  local merged, maxdepth = 0, 0
+  for p = 0, m.n do
+    if drawn[p] then
+      local pos, d = start[p], depth[p] + 1
+      local rest_w, rest_n = 0, 0
+      for i = first[p], first[p + 1] - 1 do
+        local c = child[i]
+        local w = incl[c]
+        if w > 0 then
+          if w * scale >= minw then
+            drawn[c], start[c], depth[c] = true, pos, d
+            box(pos, w, d, c, 1)
+            pos = pos + w
+            if d > maxdepth then maxdepth = d end
+          else
+            rest_w, rest_n = rest_w + w, rest_n + size[c]
+          end
+        end
+      end
+      if rest_n > 0 then
+        merged = merged + rest_n
+        if rest_w * scale >= minw then
+          box(pos, rest_w, d, 0, rest_n)
+          if d > maxdepth then maxdepth = d end
+        end
+      end
+    end
+  end
+  return B, maxdepth, merged
+end
+
+function M.write(m, sink, opts, weight, base)
+  m:need_tree("svg")
+  local width = opts.width or 1200
+  local minw = opts.minwidth or 1
+  if type(width) ~= "number" or width < 100 then
+    model_mod.fail("svg: width must be a number of pixels of at least 100")
+  end
+  if type(minw) ~= "number" or minw <= 0 then
+    model_mod.fail("svg: minwidth must be a number of pixels above 0")
+  end
+  local self_w = m:restrict(m:weight(weight), opts.patterns)
+  local incl = m:inclusive(self_w)
+  local total = incl[0]
+  local F, N, frame = m.F, m.N, m.frame
+  local fmt = FORMAT[weight]
+
+  local to_base, binc, maxdelta, base_only = nil, nil, 0, 0
+  if base then
+    base:need_tree("svg")
+    binc = base:inclusive(base:restrict(base:weight(weight), opts.patterns))
+    local matched
+    to_base, matched = m:align(base)
+    for k = 1, m.n do
+      local j = to_base[k]
+      local dlt = abs(incl[k] - (j and binc[j] or 0))
+      if dlt > maxdelta then maxdelta = dlt end
+    end
+    for j = 1, base.n do
+      if not matched[j] and binc[j] > 0 and (base.parent[j] == 0 or matched[base.parent[j]]) then
+        base_only = base_only + 1
+      end
+    end
+  end
+
+  local usable = width - 2 * XPAD
+  local scale = total > 0 and usable / total or 0
+  local B, maxdepth, merged = layout(m, incl, scale, minw)
+  local height = TOP + maxdepth * FRAME_H + BOTTOM + 4
+  local function y_of(d)
+    if opts.icicle then return TOP + (d - 1) * FRAME_H end
+    return height - BOTTOM - d * FRAME_H
+  end
+
+  local w = export.buffer(sink)
+  local command = tostring(m.meta.command or "")
+  local title = opts.title or ((base and "Differential flame graph" or opts.icicle and "Icicle graph"
+    or "Flame graph") .. (command ~= "" and ": " .. command or ""))
+  local wl = model_mod.WEIGHTS[weight]
+  local sub = { wl.label .. " (" .. fmt(total) .. " in all)" }
+  if opts.patterns and #opts.patterns > 0 then
+    sub[#sub + 1] = "only paths through " .. concat(opts.patterns, " or ")
+  end
+  sub[#sub + 1] = grouped(m.n) .. " nodes"
+  if merged > 0 then
+    sub[#sub + 1] = grouped(merged) .. " frames narrower than " .. tostring(minw) .. " px merged"
+  end
+  if base then
+    sub[#sub + 1] = "red grew, blue shrank against the base"
+    if base_only > 0 then sub[#sub + 1] = grouped(base_only) .. " paths only in the base not shown" end
+  end
+
+  w.put('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n')
+  w.put(sformat('<svg version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" onload="init(evt)"'
+    .. ' xmlns="http://www.w3.org/2000/svg" data-xpad="%d" data-font="%d" data-charw="%s"'
+    .. ' data-total="%.17g" data-merged="%d" data-weight="%s">\n',
+    width, height, width, height, XPAD, FONT, tostring(CHAR_W), total, merged, weight))
+  w.put("<!-- made by the svg export of cprof (docs/EXPORTS.md); the script is cprof's own -->\n")
+  w.put("<defs><linearGradient id=\"bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
+    .. "<stop stop-color=\"#eeeeee\" offset=\"5%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%\"/>"
+    .. "</linearGradient></defs>\n")
+  w.put("<style type=\"text/css\"><![CDATA[\n" .. STYLE .. "]]></style>\n")
+  w.put("<script type=\"text/ecmascript\"><![CDATA[\n" .. SCRIPT .. "]]></script>\n")
+  w.put(sformat('<rect id="background" x="0" y="0" width="%d" height="%d" fill="url(#bg)"/>\n',
+    width, height))
+  w.put(sformat('<text id="title" x="%d" y="24">%s</text>\n', floor(width / 2), xml(title)))
+  w.put(sformat('<text id="subtitle" x="%d" y="42">%s</text>\n', floor(width / 2),
+    xml(concat(sub, " \194\183 "))))
+  w.put(sformat('<text id="unzoom" class="button hide" x="%d" y="24">Reset Zoom</text>\n', XPAD))
+  w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end">Search</text>\n',
+    width - XPAD))
+  if not base then
+    local legend = { { "hsl(25,80%,62%)", "Lua (a hue per file)" }, { "hsl(205,55%,66%)", "C" },
+                     { "hsl(110,50%,58%)", "main chunk" }, { MERGED_FILL, "merged narrow frames" } }
+    local x = XPAD
+    for _, l in ipairs(legend) do
+      w.put(sformat('<rect x="%d" y="52" width="12" height="12" fill="%s"/><text x="%d" y="62"'
+        .. ' font-size="12">%s</text>\n', x, l[1], x + 16, xml(l[2])))
+      x = x + 30 + floor(#l[2] * 6.6 + 0.5)
+    end
+  end
+  w.put(sformat('<text id="details" x="%d" y="%d"> </text>\n', XPAD, height - 12))
+  w.put(sformat('<text id="matched" x="%d" y="%d"> </text>\n', width - XPAD, height - 12))
+
+  w.put('<g id="frames">\n')
+  for i = 1, B.n do
+    local k, d = B.node[i], B.d[i]
+    local x, bw = XPAD + B.x[i] * scale, B.w[i] * scale
+    local name, label, info, fill
+    local share = total > 0 and 100 * B.w[i] / total or 0
+    if k == 0 then
+      name = grouped(B.count[i]) .. " frames"
+      label = ""
+      info = sformat("%s frames narrower than %s px, merged\n%s (%.2f%%)", grouped(B.count[i]),
+        tostring(minw), fmt(B.w[i]), share)
+      fill = MERGED_FILL
+    else
+      local f = frame[k]
+      name, label = m:name(f), m:label(f)
+      local where = F.kind[f] == "C" and "C function" or (tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
+      info = sformat("%s\n%s\n%s calls\n%s (%.2f%%), self %s", label, where, grouped(N.ncalls[k]),
+        fmt(incl[k]), share, fmt(self_w[k]))
+      if base then
+        local j = to_base[k]
+        local was = j and binc[j] or 0
+        local dlt = incl[k] - was
+        if not j then
+          info = info .. "\nnew: not in the base"
+        else
+          info = info .. sformat("\nbase %s, change %s%s%s", fmt(was), dlt >= 0 and "+" or "-",
+            fmt(abs(dlt)), was ~= 0 and sformat(" (%+.1f%%)", 100 * dlt / was) or "")
+        end
+        fill = diff_colour(dlt, maxdelta)
+      else
+        fill = colour(F, f)
+      end
+    end
+    local y = y_of(d)
+    w.put(sformat('<g data-d="%d" data-n="%s" data-l="%s"><title>%s</title>'
+      .. '<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s" rx="2" ry="2"/>'
+      .. '<text x="%.2f" y="%.1f">%s</text></g>\n',
+      d, xml(name), xml(label), xml(info), x, y, bw, FRAME_H - 1, fill, x + 3,
+      y + FRAME_H - 4.5, xml(fit(name, bw))))
+  end
+  w.put("</g>\n</svg>\n")
+  w.flush()
+  return { format = "svg", boxes = B.n, merged = merged, depth = maxdepth }
+end
+
+return M

@@ -1,0 +1,126 @@
+--- cprof.report.diff: what changed per function between two profiles (cprof-stats --diff).
+--
+--   diff.rows(new, base [, sort])            the rows, largest change first
+--   diff.write(new, base, put, opts)         them as text; put: a function taking strings
+--
+-- new and base are cprof.stats Stats objects (any source: dumps, pstats files, several added
+-- together).  A row per function found in either: its calls, tottime and cumtime in the new
+-- profile and the change from the base, in absolute terms and in percent of the base's value;
+-- functions only in the new profile are marked [new], those only in the base [gone].  Sorted
+-- by the size of the change (whatever its sign) in tottime, or, with sort "cumulative" or
+-- "calls", in cumtime or calls; ties by name.  opts: sort, restrictions (cprof-stats' --limit
+-- and patterns, applied in order to the sorted rows, as pstats applies them), names (the two
+-- profiles' names for the heading).
+
+local M = {}
+
+local funckey = require("cprof.funckey")
+local restrictions = require("cprof.restrictions")
+
+local abs, floor, sformat, tostring, ipairs, type = math.abs, math.floor, string.format, tostring,
+  ipairs, type
+
+local SORTS = { tottime = "tottime", time = "tottime", cumtime = "cumtime", cumulative = "cumtime",
+                cum = "cumtime", calls = "ncalls", ncalls = "ncalls" }
+M.SORT_KEYS = "tottime (time), cumtime (cumulative, cum) or calls (ncalls)"
+
+local function numbers(st, key)
+  local r = st.stats[key]
+  if not r then return nil end
+  return { ncalls = r[2], tottime = r[3], cumtime = r[4] }
+end
+
+--- The rows: { key, name, new = {ncalls, tottime, cumtime} or nil, base = ... or nil, and the
+--- changes d_ncalls, d_tottime, d_cumtime }.  Raises an error naming the sort keys for a bad
+--- `sort`.
+function M.rows(new, base, sort)
+  local by = SORTS[sort or "tottime"]
+  if not by then
+    error(sformat("cprof.report.diff: cannot sort a diff by '%s' (%s)", tostring(sort), M.SORT_KEYS), 0)
+  end
+  local rows, seen = {}, {}
+  local function add(key)
+    if seen[key] then return end
+    seen[key] = true
+    local a, b = numbers(new, key), numbers(base, key)
+    local z = { ncalls = 0, tottime = 0, cumtime = 0 }
+    local row = { key = key, name = funckey.func_std_string(key), new = a, base = b }
+    for _, c in ipairs({ "ncalls", "tottime", "cumtime" }) do
+      row["d_" .. c] = (a or z)[c] - (b or z)[c]
+    end
+    rows[#rows + 1] = row
+  end
+  for _, key in ipairs(new.order) do add(key) end
+  for _, key in ipairs(base.order) do add(key) end
+  local field = "d_" .. by
+  table.sort(rows, function(x, y)
+    local a, b = abs(x[field]), abs(y[field])
+    if a ~= b then return a > b end
+    return x.name < y.name
+  end)
+  return rows
+end
+
+-- The rows left by one restriction (cprof-stats' --limit or a pattern).
+local function restrict(rows, r)
+  if type(r) == "string" then
+    local out = {}
+    local hit_of, why = restrictions.matcher(r)
+    if not hit_of then error("cprof: bad pattern '" .. r .. "': " .. why, 0) end
+    for _, row in ipairs(rows) do
+      if hit_of(row.name) then out[#out + 1] = row end
+    end
+    return out
+  end
+  local n = r
+  if r < 1 then n = floor(#rows * r + 0.5) end
+  local out = {}
+  for i = 1, math.min(n, #rows) do out[i] = rows[i] end
+  return out
+end
+
+local function percent(d, was)
+  if was == 0 then return d == 0 and "0.0%" or "new" end
+  return sformat("%+.1f%%", 100 * d / was)
+end
+
+local function totals(st)
+  local nc, tt = 0, 0
+  for _, key in ipairs(st.order) do
+    local r = st.stats[key]
+    nc, tt = nc + r[2], tt + r[3]
+  end
+  return nc, tt
+end
+
+function M.write(new, base, put, opts)
+  opts = opts or {}
+  local rows = M.rows(new, base, opts.sort)
+  local all = #rows
+  for _, r in ipairs(opts.restrictions or {}) do
+    local ok, res = pcall(restrict, rows, r)
+    if not ok then error(sformat("cprof.report.diff: bad pattern '%s': %s", tostring(r), tostring(res)), 0) end
+    rows = res
+  end
+  local names = opts.names or { "the new profile", "the base" }
+  local nc1, tt1 = totals(new)
+  local nc0, tt0 = totals(base)
+  put(sformat("%s against %s\n", names[1], names[2]))
+  put(sformat("  %d function calls in %.6f seconds, against %d in %.6f: %+d calls, %+.6f seconds (%s)\n",
+    nc1, tt1, nc0, tt0, nc1 - nc0, tt1 - tt0, percent(tt1 - tt0, tt0)))
+  put(sformat("  sorted by the change in %s, largest first; %d of %d functions shown\n\n",
+    SORTS[opts.sort or "tottime"] == "ncalls" and "calls" or SORTS[opts.sort or "tottime"], #rows, all))
+  put("      ncalls      change     tottime      change        %     cumtime      change        %"
+    .. "  function\n")
+  local z = { ncalls = 0, tottime = 0, cumtime = 0 }
+  for _, row in ipairs(rows) do
+    local a, b = row.new or z, row.base or z
+    local mark = not row.base and "  [new]" or not row.new and "  [gone]" or ""
+    put(sformat("%12d  %+10d  %10.6f  %+10.6f  %7s  %10.6f  %+10.6f  %7s  %s%s\n",
+      a.ncalls, row.d_ncalls, a.tottime, row.d_tottime, percent(row.d_tottime, b.tottime),
+      a.cumtime, row.d_cumtime, percent(row.d_cumtime, b.cumtime), row.name, mark))
+  end
+  return rows
+end
+
+return M

@@ -1,0 +1,187 @@
+-- The SVG flame graph: its boxes, colours, merging and diff colours, then the demo's flame graph
+-- in headless Chromium (the real reader): a click zooms, a search paints and measures, hovering
+-- shows the details.
+local S = require "spec.support"
+local X = require "spec.export_support"
+
+-- The boxes of an SVG: { depth, name, label, info, x, y, width, fill }.
+local function boxes(svg)
+  local out = {}
+  for d, n, l, info, x, y, w, fill in svg:gmatch('<g data%-d="(%d+)" data%-n="([^"]*)" data%-l="([^"]*)">'
+      .. '<title>(.-)</title><rect x="([%d.]+)" y="(%d+)" width="([%d.]+)" height="%d+" fill="([^"]+)"') do
+    local function text(t) return (t:gsub("&lt;", "<"):gsub("&gt;", ">"):gsub("&quot;", '"'):gsub("&amp;", "&")) end
+    out[#out + 1] = { depth = tonumber(d), name = text(n), label = text(l), info = text(info), x = tonumber(x),
+                      y = tonumber(y), width = tonumber(w), fill = fill }
+  end
+  return out
+end
+
+local function find(list, name)
+  for _, b in ipairs(list) do if b.name == name then return b end end
+end
+
+local function hue(fill) return tonumber(fill:match("^hsl%((%d+),")) end
+
+describe("svg export", function()
+  it("draws a box per call path, as wide as its inclusive value, with a title and the weight", function()
+    local svg = X.export("svg", X.sample())
+    assert.matches('^<%?xml version="1.0" encoding="UTF%-8"', svg)
+    assert.matches('<text id="title" x="600" y="24">Flame graph: lua main.lua</text>', svg, 1, true)
+    assert.matches("time (100.000 ms in all)", svg, 1, true)
+    local b = boxes(svg)
+    assert.equal(4, #b)
+    local main, work, fib, rep = find(b, "main"), find(b, "work"), find(b, "fib"), find(b, "string.rep")
+    assert.same({ 10, 1180, 1 }, { main.x, main.width, main.depth })
+    assert.same({ 10, 1062, 2 }, { work.x, work.width, work.depth })
+    assert.same({ 10, 708, 3 }, { fib.x, fib.width, fib.depth })
+    assert.same({ 718, 118, 3 }, { rep.x, rep.width, rep.depth })
+    assert.equal("main.lua:10(fib)\nmain.lua:10\n9 calls\n60.000 ms (60.00%), self 60.000 ms", fib.info)
+    -- flame: the root at the bottom
+    assert.is_true(main.y > work.y and work.y > fib.y)
+    assert.equal(work.y, main.y - 16)
+    -- colours: Lua warm (a hue per file), C blue
+    assert.is_true(hue(fib.fill) < 50 and hue(rep.fill) >= 195)
+    assert.equal(hue(main.fill), hue(fib.fill))
+  end)
+
+  it("draws icicles top-down, other weights, main chunks in green", function()
+    local svg = X.export("svg", X.with_coroutine(), { icicle = true, weight = "calls", title = "T&<>" })
+    assert.matches('>T&amp;&lt;&gt;</text>', svg, 1, true)
+    assert.matches("calls (8 calls in all)", svg, 1, true)
+    local b = boxes(svg)
+    local root = find(b, "<main chunk>")
+    assert.equal(78, root.y)
+    assert.is_true(find(b, "gen").y > root.y)
+    local h = hue(root.fill)
+    assert.is_true(h >= 95 and h < 130)
+    svg = X.export("svg", X.sample(true), { weight = "alloc" })
+    assert.matches("allocated bytes %(15%.6[23] KiB in all%)", svg) -- 15.625: LuaJIT rounds up
+  end)
+
+  it("stays small on a 50,000-node tree: frames narrower than a pixel merged and counted", function()
+    local d = X.big(50000, 4000)
+    local svg, result = X.export("svg", d)
+    local b = boxes(svg)
+    assert.equal(result.boxes, #b)
+    assert.is_true(#svg < 2e6, "the SVG is " .. #svg .. " bytes")
+    assert.is_true(result.merged > 40000)
+    local merged = tonumber(svg:match('data%-merged="(%d+)"'))
+    assert.equal(result.merged, merged)
+    local text = svg:match('<text id="subtitle"[^>]*>(.-)</text>')
+    assert.matches("50,000 nodes", text, 1, true)
+    assert.matches(" frames narrower than 1 px merged", text, 1, true)
+    local drawn = 0
+    for _, box in ipairs(b) do
+      assert.is_true(box.width >= 1 - 1e-9)
+      if box.name ~= "" and not box.name:find(" frames$") then drawn = drawn + 1 end
+    end
+    -- every node is drawn or merged
+    local grey = 0
+    for _, box in ipairs(b) do
+      if box.fill == "rgb(190,190,190)" then grey = grey + tonumber((box.name:gsub(",", ""):match("^(%d+)"))) end
+    end
+    assert.is_true(drawn + result.merged == 50000, drawn .. " + " .. result.merged)
+    assert.is_true(grey <= result.merged)
+  end)
+
+  it("draws a differential flame graph: red grew, blue shrank, new paths said so", function()
+    local svg = X.export("svg", X.changed(), { base = X.sample() })
+    assert.matches("Differential flame graph", svg, 1, true)
+    assert.matches("1 paths only in the base not shown", svg, 1, true)
+    local b = boxes(svg)
+    local fib, log, main = find(b, "fib"), find(b, "log"), find(b, "main")
+    assert.equal("rgb(255,0,0)", fib.fill)            -- the largest change: +20 ms
+    assert.matches("base 60.000 ms, change %+20.000 ms %(%+33.3%%%)", fib.info)
+    assert.matches("new: not in the base", log.info)
+    assert.equal("rgb(255,55,55)", main.fill)         -- +15 ms
+    svg = X.export("svg", X.sample(), { base = X.changed() })
+    assert.equal("rgb(0,0,255)", find(boxes(svg), "fib").fill)
+  end)
+end)
+
+describe("the demo's flame graph in Chromium", function()
+  local node, why = X.reader("chromium")
+  local env, ewhy = S.lua54_env(S.ROOT)
+  if not node or not env then
+    it("zooms on a click and paints a search", function() pending("Chromium: " .. (why or ewhy)) end)
+    return
+  end
+  local dir = S.new_dir()
+  local dump, svg = dir .. "/demo.prof", dir .. "/demo.svg"
+  local result, encode, decode, encode_label
+  lazy_setup(function()
+    local _, err, status = S.capture(("cd %s && CPROF_OUT=%s CPROF_QUIET=1 CPROF_TIMER=counter %s -l cprof.auto"
+      .. " examples/json_demo.lua 200 >/dev/null"):format(S.q(S.ROOT), S.q(dump), S.lua))
+    assert.equal(0, status, err)
+    local out
+    out, err, status = S.capture(env .. "lua5.4 " .. S.q(S.ROOT .. "/bin/cprof-stats") .. " " .. S.q(dump)
+      .. " --export svg -o " .. S.q(svg))
+    assert.equal(0, status, err)
+    assert.equal("", out)
+    -- the frames to click and to hover: the widest of encode and of decode (their short names
+    -- differ between Lua 5.4 and LuaJIT, which sees other functions)
+    local function widest(fn)
+      local best
+      for _, box in ipairs(boxes(S.read_file(svg))) do
+        if box.label:match("%(" .. fn .. "%)$") and (not best or box.width > best.width) then best = box end
+      end
+      return best.name, best.label
+    end
+    encode, encode_label = widest("encode")
+    decode = widest("decode")
+    -- the search: that encode's full name, as a regular expression
+    local term = "^" .. encode_label:gsub("[%^%$%(%)%.%[%]%*%+%-%?{}|\\]", "\\%0") .. "$"
+    result = X.browser({ { kind = "svg", file = svg, click = encode, search = term,
+                           hover = decode } })[1]
+  end)
+  lazy_teardown(function() S.remove_dir(dir) end)
+
+  it("opens without a script error, with its title", function()
+    assert.is_nil(result.error)
+    assert.same({}, result.errors)
+    assert.matches("^Flame graph: ", result.title)
+    assert.is_true(#result.before > 20)
+  end)
+
+  it("zooms on the frame clicked: it fills the width, its callers fade, the rest hides", function()
+    local z = result.zoomed
+    local enc = find(z, encode)
+    assert.same({ 10, 1180, true, false }, { enc.x, enc.width, enc.shown, enc.parent })
+    local main = find(z, "main")
+    assert.same({ 10, 1180, true }, { main.x, main.width, main.parent })
+    assert.is_false(find(z, decode).shown)
+    local wider = 0
+    for i, f in ipairs(z) do
+      if f.shown and not f.parent and f.width > result.before[i].width + 0.01 then wider = wider + 1 end
+    end
+    assert.is_true(wider > 3)
+    assert.is_true(result.unzoom)
+    -- Reset Zoom puts every frame back
+    for i, f in ipairs(result.reset) do
+      assert.same({ result.before[i].x, result.before[i].width, true }, { f.x, f.width, f.shown })
+    end
+  end)
+
+  it("paints the frames a search matches and prints their share, as cprof-stats counts it", function()
+    local painted = 0
+    for _, f in ipairs(result.searched) do
+      if f.fill == "rgb(230,0,230)" then
+        painted = painted + 1
+        assert.equal(encode_label, f.label)
+      end
+    end
+    assert.is_true(painted >= 1)
+    local report, total = X.report(dump)
+    local encode = report[encode_label]
+    -- the page measures the boxes it has: encode's paths narrower than a pixel (inside
+    -- self_test) are merged, so the share may fall short of cprof's by less than 1 px in 1180
+    local share = 100 * encode.cumtime / total
+    local got = tonumber(result.share)
+    assert.is_true(got <= share + 1e-3 and got > share - 100 / 1180, result.share .. " ~= " .. share)
+    assert.matches("^Matched: %d+%.%d%d%% %(" .. painted .. " frames?%)$", result.matched)
+  end)
+
+  it("shows a frame's name, place, calls and share when the mouse is over it", function()
+    assert.matches("json_demo.lua:%d+%(decode%)  ·  .*json_demo.lua:%d+  ·  %d+ calls  ·  ", result.details)
+  end)
+end)

@@ -1,0 +1,123 @@
+-- The folded, speedscope and Chrome trace exports, checked field by field (their real readers
+-- are in export_viewers_spec.lua).
+local X = require "spec.export_support"
+local cjson = require "cjson"
+
+local SAMPLE_FOLDED = table.concat({
+  "main.lua:1(main) 10000000",
+  "main.lua:1(main);main.lua:5(work) 20000000",
+  "main.lua:1(main);main.lua:5(work);main.lua:10(fib) 60000000",
+  "main.lua:1(main);main.lua:5(work);{string.rep} 10000000",
+  "" }, "\n")
+
+describe("folded export", function()
+  it("writes one line per call path with its self value, root first", function()
+    assert.equal(SAMPLE_FOLDED, X.export("folded", X.sample()))
+  end)
+
+  it("takes every weight and the restrictions to paths", function()
+    assert.equal(table.concat({
+      "main.lua:1(main) 1", "main.lua:1(main);main.lua:5(work) 1",
+      "main.lua:1(main);main.lua:5(work);main.lua:10(fib) 9",
+      "main.lua:1(main);main.lua:5(work);{string.rep} 2", "" }, "\n"),
+      X.export("folded", X.sample(), { weight = "calls" }))
+    assert.equal("main.lua:1(main);main.lua:5(work) 1000\nmain.lua:1(main);main.lua:5(work);main.lua:10(fib) 3000\n",
+      X.export("folded", X.sample(true), { weight = "live" }))
+    assert.equal("main.lua:1(main);main.lua:5(work);{string.rep} 10000000\n",
+      X.export("folded", X.sample(), { patterns = { "rep|nothing" } }))
+  end)
+
+  it("writes two counts per path against a base, as difffolded.pl does", function()
+    assert.equal(table.concat({
+      "main.lua:1(main) 10000000 10000000",
+      "main.lua:1(main);main.lua:5(work) 20000000 20000000",
+      "main.lua:1(main);main.lua:5(work);main.lua:10(fib) 60000000 80000000",
+      "main.lua:1(main);main.lua:5(work);main.lua:20(log) 0 5000000",
+      "main.lua:1(main);main.lua:5(work);{string.rep} 10000000 0",
+      "" }, "\n"), X.export("folded", X.changed(), { base = X.sample() }))
+  end)
+
+  it("keeps ';' and line breaks out of frame names", function()
+    local d = X.sample()
+    d.frames.name[2] = "w;o\nrk"
+    assert.matches("\nmain.lua:1%(main%);main.lua:5%(w o rk%) 20000000\n", X.export("folded", d))
+  end)
+end)
+
+describe("speedscope export", function()
+  it("writes a sampled profile whose weights add up to the total", function()
+    local doc = cjson.decode((X.export("speedscope", X.sample())))
+    assert.equal("https://www.speedscope.app/file-format-schema.json", doc["$schema"])
+    assert.same({ { name = "main", file = "main.lua", line = 1 }, { name = "work", file = "main.lua", line = 5 },
+                  { name = "fib", file = "main.lua", line = 10 }, { name = "string.rep" } }, doc.shared.frames)
+    assert.equal(1, #doc.profiles)
+    local p = doc.profiles[1]
+    assert.same({ "sampled", "main", "nanoseconds", 0, 100000000 }, { p.type, p.name, p.unit, p.startValue, p.endValue })
+    assert.same({ { 0 }, { 0, 1 }, { 0, 1, 2 }, { 0, 1, 3 } }, p.samples)
+    assert.same({ 10000000, 20000000, 60000000, 10000000 }, p.weights)
+  end)
+
+  it("writes one profile per coroutine body, its stacks starting at the body", function()
+    local doc = cjson.decode((X.export("speedscope", X.with_coroutine(), { weight = "calls" })))
+    assert.equal(2, #doc.profiles)
+    local main, co = doc.profiles[1], doc.profiles[2]
+    assert.same({ "main", "none", 3 }, { main.name, main.unit, main.endValue })
+    assert.same({ { 0 }, { 0, 1 } }, main.samples)
+    assert.same({ "coroutine gen", 5 }, { co.name, co.endValue })
+    assert.same({ { 2 }, { 2, 3 } }, co.samples)
+    assert.same({ 1, 4 }, co.weights)
+    doc = cjson.decode((X.export("speedscope", X.sample(true), { weight = "alloc" })))
+    assert.same({ "bytes", 16000 }, { doc.profiles[1].unit, doc.profiles[1].endValue })
+  end)
+end)
+
+describe("chrome export", function()
+  local function events(doc, ph)
+    local out = {}
+    for _, e in ipairs(doc.traceEvents) do
+      if e.ph == ph then out[#out + 1] = e end
+    end
+    return out
+  end
+
+  it("says in its metadata that it is an aggregated call tree, not a trace", function()
+    local doc = cjson.decode((X.export("chrome", X.sample())))
+    local meta = events(doc, "M")
+    assert.same({ "process_name", "cprof: aggregated call tree (not a trace): lua main.lua" },
+      { meta[1].name, meta[1].args.name })
+    assert.matches("^aggregated call tree on a synthetic time line, not a trace", doc.otherData.cprof)
+    assert.equal("ms", doc.displayTimeUnit)
+  end)
+
+  it("lays the tree out on a time line: children from the parent's start, largest first", function()
+    local doc = cjson.decode((X.export("chrome", X.sample())))
+    local x = events(doc, "X")
+    local got = {}
+    for _, e in ipairs(x) do
+      got[#got + 1] = { e.name, e.ts, e.dur, e.tid }
+    end
+    assert.same({
+      { "main", 0, 100000, 1 },
+      { "work", 0, 90000, 1 },
+      { "fib", 0, 60000, 1 },
+      { "string.rep", 60000, 10000, 1 },
+    }, got)
+    assert.same({ file = "main.lua", line = 10 }, x[3].args)
+    assert.is_nil(x[4].args)
+  end)
+
+  it("puts each coroutine on its own thread, next to the resume that runs it", function()
+    local doc = cjson.decode((X.export("chrome", X.with_coroutine())))
+    local meta = events(doc, "M")
+    assert.same({ "thread_name", 2, "coroutine gen" }, { meta[3].name, meta[3].tid, meta[3].args.name })
+    local x = events(doc, "X")
+    assert.same({ "gen", 2, 0, 4000 }, { x[3].name, x[3].tid, x[3].ts, x[3].dur })
+    assert.same({ "coroutine.resume", 1, 0, 5000 }, { x[2].name, x[2].tid, x[2].ts, x[2].dur })
+  end)
+
+  it("takes time only", function()
+    local ok, err = pcall(X.export, "chrome", X.sample(), { weight = "calls" })
+    assert.is_false(ok)
+    assert.matches("chrome: weight 'calls' does not apply %(a trace is a time line%)", err)
+  end)
+end)

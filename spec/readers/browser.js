@@ -1,0 +1,121 @@
+// The browser checks of the export specs, run by spec/export_support.lua as
+//
+//   node spec/readers/browser.js READERS_DIR JOBS.json
+//
+// READERS_DIR holds node_modules/ with playwright-core and speedscope (make export-readers).
+// Each job in JOBS.json (a list) is one of
+//   { "kind": "speedscope", "file": F, "profiles": N }
+//       F opened in speedscope's own viewer (its importer, as `speedscope F` opens it); for
+//       each of its first N profiles, the Sandwich view's rows (total, self, name) as shown
+//   { "kind": "svg", "file": F, "click": NAME, "search": TERM, "hover": NAME }
+//       F opened in Chromium: the frames before and after a click on the frame named NAME,
+//       after a search for TERM (answering the page's prompt), and the details line shown
+//       while the mouse is over the frame named NAME
+// and prints one JSON document: a list of results, one per job.  Chromium runs headless,
+// without a sandbox (we are root), with a fresh profile directory, and without any network.
+'use strict';
+const fs = require('fs'), path = require('path'), os = require('os');
+const readers = path.resolve(process.argv[2]), jobs = JSON.parse(fs.readFileSync(process.argv[3], 'utf8'));
+const { chromium } = require(path.join(readers, 'node_modules', 'playwright-core'));
+const speedscope = path.join(readers, 'node_modules', 'speedscope', 'dist', 'release', 'index.html');
+
+const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+  '--allow-file-access-from-files'];
+
+// The rows of speedscope's Sandwich table, as text.
+async function sandwich(page) {
+  const text = await page.evaluate(() => document.body.innerText);
+  const at = text.indexOf('Total\tSelf\tSymbol Name');
+  if (at < 0) return { text: text.slice(0, 2000), rows: [] };
+  const lines = text.slice(at).split('\n').slice(1).map(s => s.replace(/^\t/, ''));
+  const rows = [];
+  for (let i = 0; i + 2 < lines.length + 1 && lines[i] !== undefined; i += 3) {
+    if (!/\(/.test(lines[i])) break;
+    rows.push({ total: lines[i], self: lines[i + 1], name: lines[i + 2] });
+  }
+  const title = text.slice(0, at).split('\n').filter(s => /\(\d+\/\d+\)$/.test(s))[0] || '';
+  return { title, rows };
+}
+
+async function speedscopeJob(browser, job) {
+  const page = await browser.newPage({ viewport: { width: 1400, height: 1200 } });
+  const log = [];
+  page.on('console', m => log.push(m.text()));
+  page.on('dialog', d => { log.push('dialog: ' + d.message()); d.dismiss(); });
+  const js = path.join(os.tmpdir(), 'cprof-speedscope-' + process.pid + '.js');
+  const data = fs.readFileSync(job.file).toString('base64');
+  fs.writeFileSync(js, 'speedscope.loadFileFromBase64(' + JSON.stringify(path.basename(job.file)) +
+    ', ' + JSON.stringify(data) + ')');
+  await page.goto('file://' + speedscope + '#localProfilePath=' + js);
+  await page.waitForFunction(() => /Total\tSelf|Import a profile|Something went wrong/.test(
+    document.body.innerText) || document.querySelector('canvas'), null, { timeout: 20000 });
+  await page.waitForTimeout(300);
+  await page.keyboard.press('3');            // the Sandwich view
+  const profiles = [];
+  for (let i = 0; i < (job.profiles || 1); i++) {
+    if (i > 0) await page.keyboard.press('n');  // the next profile
+    await page.waitForTimeout(300);
+    profiles.push(await sandwich(page));
+  }
+  fs.unlinkSync(js);
+  await page.close();
+  return { profiles, log: log.filter(s => !/WebGL|GL Driver/.test(s)) };
+}
+
+// The visible frames: name, x, width, fill.
+function frames(page) {
+  return page.evaluate(() => Array.prototype.map.call(document.querySelectorAll('#frames > g'), g => {
+    const r = g.querySelector('rect');
+    return { name: g.getAttribute('data-n'), label: g.getAttribute('data-l'),
+      shown: g.style.display !== 'none', x: +r.getAttribute('x'), width: +r.getAttribute('width'),
+      fill: r.getAttribute('fill'), text: g.querySelector('text').textContent,
+      parent: g.classList.contains('parent') };
+  }));
+}
+
+async function svgJob(browser, job) {
+  const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
+  const errors = [];
+  page.on('pageerror', e => errors.push(String(e)));
+  page.on('dialog', d => d.accept(job.search));
+  await page.goto('file://' + path.resolve(job.file));
+  await page.waitForFunction(() => typeof zoomed !== 'undefined' && frames && frames.length > 0);
+  const out = { errors, title: await page.textContent('#title') };
+  out.before = await frames(page);
+  if (job.hover) {
+    await page.hover('#frames > g[data-n="' + job.hover + '"]');
+    out.details = await page.textContent('#details');
+  }
+  if (job.click) {
+    await page.click('#frames > g[data-n="' + job.click + '"]');
+    out.zoomed = await frames(page);
+    out.unzoom = await page.evaluate(() => !document.getElementById('unzoom').classList.contains('hide'));
+    await page.click('#unzoom');
+    out.reset = await frames(page);
+  }
+  if (job.search) {
+    await page.click('#search');
+    await page.waitForFunction(() => document.getElementById('matched').textContent.trim() !== '');
+    out.matched = await page.textContent('#matched');
+    out.share = await page.getAttribute('#matched', 'data-share');
+    out.searched = await frames(page);
+  }
+  await page.close();
+  return out;
+}
+
+(async () => {
+  const browser = await chromium.launch({ executablePath: process.env.CPROF_CHROMIUM || '/usr/bin/chromium',
+    args: FLAGS, env: { ...process.env, HOME: os.tmpdir() } });
+  const results = [];
+  for (const job of jobs) {
+    try {
+      results.push(job.kind === 'svg' ? await svgJob(browser, job) : await speedscopeJob(browser, job));
+    } catch (e) {
+      results.push({ error: String(e && e.stack || e) });
+    }
+  }
+  await browser.close();
+  process.stdout.write(JSON.stringify(results));
+})().catch(e => { process.stderr.write(String(e && e.stack || e) + '\n'); process.exit(1); });

@@ -1,0 +1,247 @@
+-- A program behaves the same profiled and unprofiled (issue 17): each snippet runs in a child
+-- process both ways, and what the program itself prints must be the same.
+local S = require "spec.support"
+local cprof = require "cprof"
+local stats = require "cprof.stats"
+local patmatch = require "cprof.patmatch"
+
+-- stdout, stderr and status of `script` run plainly and under cprof.auto (with `env`).
+local function both(script, env, args)
+  local src = S.tmpname(".lua")
+  S.write_file(src, script)
+  local function run(flags, e)
+    return S.capture(("%s %s %s %s %s"):format(e or "", S.lua, flags, src, args or ""))
+  end
+  local po, pe, ps = run("", "")
+  local qo, qe, qs = run("-l cprof.auto", env or "CPROF_QUIET=1")
+  os.remove(src)
+  return { out = po, err = pe, status = ps }, { out = qo, err = qe, status = qs }, src
+end
+
+describe("a program's own hook (issue 17)", function()
+  it("sees exactly the events it sees unprofiled", function()
+    local plain, profiled = both([[
+local events = {}
+local function h(ev) local i = debug.getinfo(2, "n"); events[#events+1] = ev .. ":" .. tostring(i and i.name) end
+local function g() return 1 end
+debug.sethook(h, "cr"); g(); debug.sethook()
+print(table.concat(events, " "))
+]])
+    assert.are.same(plain, profiled)
+    if not S.jit then
+      assert.are.equal("return:sethook call:g return:g call:sethook\n", profiled.out)
+    end
+  end)
+
+  it("gets the same answers, errors and events from debug.gethook and debug.sethook", function()
+    local plain, profiled = both([[
+local out = {}
+local function say(...)
+  local t = { n = select("#", ...), ... }
+  for i = 1, t.n do t[i] = tostring(t[i]) end
+  out[#out + 1] = table.concat(t, ",")
+end
+local events = {}
+local function h(ev) local i = debug.getinfo(2, "n"); events[#events+1] = ev .. ":" .. tostring(i and i.name) end
+local function g() return 1 end
+debug.sethook(h, "cr", 0)
+local a, b, c = debug.gethook()
+g()
+debug.sethook()
+say(a == h, b, c, table.concat(events, " "))
+say(select("#", debug.gethook()), debug.gethook())
+debug.sethook(h, "l", 5); say(select(2, debug.gethook())); debug.sethook()
+debug.sethook(h, "", 3); say(select(2, debug.gethook())); debug.sethook()
+for _, args in ipairs({ { h }, { 1, "c" }, { h, "c", 1.5 }, { h, {} } }) do
+  say(pcall(function() debug.sethook((table.unpack or unpack)(args)) end))
+end
+local co = coroutine.create(function() g(); coroutine.yield(); g() end)
+events = {}
+debug.sethook(co, h, "cr")
+coroutine.resume(co)
+say(debug.gethook(co) == h, select(2, debug.gethook(co)))
+coroutine.resume(co)
+debug.sethook(co)
+say(select("#", debug.gethook(co)), table.concat(events, " "))
+events = {}
+debug.sethook(function(ev) events[#events+1] = ev; debug.sethook() end, "c")
+g(); g()
+say(table.concat(events, " "), debug.gethook())
+io.write(table.concat(out, "\n"), "\n")
+]])
+    assert.are.same(plain, profiled)
+    assert.matches("bad argument #2 to 'sethook' %(string expected, got no value%)", profiled.out)
+  end)
+end)
+
+describe("a strict global table (issue 17)", function()
+  it("does not stop the dump, and its metamethods never run for cprof", function()
+    local path = S.tmpname(".prof")
+    local script = [[
+local function strict(t)
+  return setmetatable(t, {
+    __index = function(_, k) error("variable '" .. tostring(k) .. "' is not declared", 2) end,
+    __newindex = function(_, k) error("assign to undeclared variable '" .. tostring(k) .. "'", 2) end,
+  })
+end
+strict(arg)
+strict(_G)
+print("ok", #arg)
+]]
+    local plain, profiled = both(script, "CPROF_OUT=" .. S.q(path), "a b")
+    assert.are.same(plain, profiled)
+    assert.are.same({ out = "ok\t2\n", err = "", status = 0 }, profiled)
+    local d = cprof.load(path)
+    os.remove(path)
+    assert.matches("cprof%.auto .*%.lua a b$", d.meta.command)
+  end)
+end)
+
+describe("a profiled child (issue 17)", function()
+  local script = [[
+local lo = 0
+while arg[lo - 1] do lo = lo - 1 end
+local cmd = {}
+for i = lo, 0 do cmd[#cmd + 1] = arg[i] end
+if os.getenv("CPROF_SPEC_CHILD") then
+  io.write("child\n")
+else
+  local p = io.popen("CPROF_SPEC_CHILD=1 " .. table.concat(cmd, " ") .. " 2>&1")
+  local said = p:read("*a")
+  p:close()
+  io.write("parent; the child said [", said, "]\n")
+end
+]]
+
+  it("keeps its stderr, and writes its dump beside its parent's, never over it", function()
+    local dir = S.new_dir()
+    local out = dir .. "/out.prof"
+    local plain, profiled = both(script, "CPROF_OUT=" .. S.q(out))
+    assert.are.same(plain, profiled)
+    assert.are.equal("parent; the child said [child\n]\n", profiled.out)
+    local p = io.popen("ls " .. S.q(dir))
+    local files = p:read("*a")
+    p:close()
+    local child = files:match("out%.prof%.(%d+)\n")
+    assert.is_truthy(child, files)
+    local parent_dump, child_dump = cprof.load(out), cprof.load(out .. "." .. child)
+    S.remove_dir(dir)
+    assert.are.equal(tonumber(child), child_dump.meta.pid)
+    assert.are_not.equal(parent_dump.meta.pid, child_dump.meta.pid)
+    local function has(d, name)
+      for i = 1, d.frames.n do if d.frames.name[i] == name then return true end end
+      return false
+    end
+    assert.is_true(has(parent_dump, "io.popen"), "the parent's dump is the parent's")
+    assert.is_false(has(child_dump, "io.popen"))
+  end)
+
+  it("with %p in CPROF_OUT, each process writes its own file", function()
+    local dir = S.new_dir()
+    local plain, profiled = both(script, "CPROF_OUT=" .. S.q(dir .. "/p.%p.prof"))
+    assert.are.same(plain, profiled)
+    local p = io.popen("ls " .. S.q(dir))
+    local files = p:read("*a")
+    p:close()
+    S.remove_dir(dir)
+    local _, n = files:gsub("p%.%d+%.prof\n", "")
+    assert.are.equal(2, n, files)
+  end)
+end)
+
+describe("stack limits (issue 17)", function()
+  -- The deepest recursion and the most results of table.unpack, as the child measures them.
+  local probe = [[
+if arg[1] == "hook" then debug.sethook(function() end, "cr") end
+local depth = 0
+local function rec() depth = depth + 1; rec() end
+local ok, err = pcall(rec)
+assert(not ok and tostring(err):find("stack overflow"))
+local unpack = table.unpack or unpack
+local lo, hi = 1, 2000000
+while lo < hi do
+  local mid = math.floor((lo + hi + 1) / 2)
+  if pcall(function() return select("#", unpack({}, 1, mid)) end) then lo = mid else hi = mid - 1 end
+end
+io.write(depth, " ", lo, "\n")
+]]
+
+  local function limits(out)
+    local depth, results = out:match("^(%d+) (%d+)\n$")
+    return tonumber(depth), tonumber(results)
+  end
+
+  it("are those of any program with a call and return hook (docs/SEMANTICS.md)", function()
+    local plain, profiled = both(probe)
+    local _, hooked = both(probe, nil, "hook")
+    local d0, r0 = limits(plain.out)
+    local d1, r1 = limits(profiled.out)
+    local d2, r2 = limits(hooked.out)
+    assert.is_truthy(d0 and d1 and d2, plain.out .. profiled.out .. hooked.out)
+    -- A hook needs LUA_MINSTACK (20) free slots, so it costs a few frames of depth and a few
+    -- results; cprof's hook costs no more than a hook that does nothing.
+    assert.is_true(d1 >= d2 and d1 <= d0 and d0 - d1 <= 20, d0 .. " " .. d1 .. " " .. d2)
+    assert.is_true(r1 >= r2 and r1 <= r0 and r0 - r1 <= 4, r0 .. " " .. r1 .. " " .. r2)
+  end)
+end)
+
+describe("restriction patterns (issue 17, item 8)", function()
+  it("take time linear in the name, whatever the repetitions", function()
+    local data = S.det_data()
+    -- 400 functions with long names that never match, to make backtracking show
+    for i = 1, 400 do
+      data.entries[#data.entries + 1] = { file = ("src/a/long/path/to/module_%d.lua"):format(i),
+        line = i, name = "function_with_a_long_name", what = "Lua", ncalls = 1, pcalls = 1,
+        tottime = 0, cumtime = 0, callers = {} }
+    end
+    local st = stats.new(data, { stream = S.collector() })
+    local list, log = st:select(".-.-.-.-.-.-.-.-Q")
+    assert.are.same({}, list)
+    assert.are.equal(407, log[1].from)
+    -- string.find would take hours here; the automaton visits each name once per item
+    list = st:select(".-(.-).-.-.-.-.-%(fib%)")
+    assert.are.equal(1, #list)
+  end)
+
+  it("match exactly what string.find matches (a fixed sample of patterns and names)", function()
+    local seed = 17
+    local function rand(n) seed = (seed * 1103515245 + 12345) % 2147483648 return seed % n + 1 end
+    local atoms = { ".", "a", "b", "%a", "%d", "[ab]", "[^a]", "%.", "x", "%f[%a]", "(", ")", "()" }
+    local quants = { "", "", "*", "+", "-", "?" }
+    local letters = { "a", "b", "x", ".", "1", " " }
+    local checked = 0
+    for _ = 1, 3000 do
+      local parts, depth = {}, 0
+      if rand(5) == 1 then parts[1] = "^" end
+      for _ = 1, rand(6) do
+        local a = atoms[rand(#atoms)]
+        if a == ")" and depth == 0 then a = "a" end
+        if a == "(" then depth = depth + 1 elseif a == ")" then depth = depth - 1 end
+        if a == "(" or a == ")" or a == "()" or a:find("^%%f") then parts[#parts + 1] = a
+        else parts[#parts + 1] = a .. quants[rand(#quants)] end
+      end
+      for _ = 1, depth do parts[#parts + 1] = ")" end
+      if rand(5) == 1 then parts[#parts + 1] = "$" end
+      local p = table.concat(parts)
+      local auto = patmatch.compile(p)
+      for _ = 1, 4 do
+        local c = {}
+        for i = 1, rand(9) - 1 do c[i] = letters[rand(#letters)] end
+        local s = table.concat(c)
+        local ok, r = pcall(string.find, s, p)
+        if ok then
+          checked = checked + 1
+          assert(patmatch.find(s, auto) == (r ~= nil), ("%q on %q"):format(p, s))
+        end
+      end
+    end
+    assert.is_true(checked > 10000)
+  end)
+
+  it("with %b or a back-reference and more repetitions than one are refused, with the reason", function()
+    local out = S.collector()
+    stats.new(S.det_data(), { stream = out }):print_stats("%b().*.*")
+    assert.matches("\n   <Invalid regular expression '%%b%(%)%.%*%.%*' %(%%b or a back%-reference"
+      .. " with 2 repetitions could take too long; at most 1%)>\n", out.text())
+  end)
+end)
