@@ -24,7 +24,7 @@ out=$(cd "$out" && pwd)
 
 echo "==> Lua $version from $src into $out"
 cc -O2 -std=gnu99 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -Wl,-E -o "$out/bin/lua5.4" \
-  $(ls "$src"/src/*.c | grep -v '/luac\.c$') -lm -ldl
+  $(ls "$src"/src/*.c | grep -v -E '/(luac|onelua|ltests)\.c$') -lm -ldl
 for f in src/*.c src/*/*.c; do
   cc -std=c11 -Wall -Wextra -Werror -Isrc -O2 -fPIC -D_GNU_SOURCE -I"$src/src" \
     -c -o "$out/obj/$(echo "$f" | tr / _).o" "$f"
