@@ -120,8 +120,8 @@ DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
 # ---------------------------------------------------------------------------------------------
 # Targets
 
-.PHONY: all deps test spec spec-memory check-install check-includes demo install uninstall env asan \
-        valgrind bench bench-alloc ctest rockspecs clean help FORCE
+.PHONY: all deps test spec spec-memory spec-public check-install check-includes demo install uninstall \
+        env asan valgrind bench bench-alloc ctest rockspecs clean help FORCE
 
 all: build/$(LUA)/cprof/core.so
 
@@ -130,6 +130,7 @@ help:
 	@echo 'make deps             install the Debian packages that are missing'
 	@echo 'make test             deps, then specs under lua5.4 and luajit, then install checks'
 	@echo 'make spec             only the specs, under $$(LUA)'
+	@echo 'make spec-public      the lua5.4 specs with the fast path off (CPROF_FAST_PATH=0)'
 	@echo 'make demo             profile $(DEMO) with cprof.auto'
 	@echo 'make install          install under PREFIX=$(PREFIX) (DESTDIR honoured); says what to set'
 	@echo 'make uninstall        remove what `make install` put under PREFIX'
@@ -208,6 +209,12 @@ spec-memory: LUA=lua5.4
 spec-memory: all
 	@$(call run_suite,memory,lua5.4 -e 'require("cprof.memory").install()',lua5.4)
 
+# The lua5.4 specs again with the hook's fast path off (docs/SEMANTICS.md, "The fast path"):
+# every profile resolves calls through Lua's public API, as on a release cprof does not know.
+spec-public: LUA=lua5.4
+spec-public: all
+	@$(call run_suite,public,lua5.4,lua5.4,CPROF_FAST_PATH=0)
+
 # Everything; each step runs even when an earlier one failed, and the exit status says
 # whether any failed.
 test: deps export-readers
@@ -221,6 +228,8 @@ test: deps export-readers
 	fi; \
 	$(MAKE) --no-print-directory spec-memory || status=1; \
 	suites="$$suites memory"; \
+	$(MAKE) --no-print-directory spec-public || status=1; \
+	suites="$$suites public"; \
 	$(MAKE) --no-print-directory ctest || status=1; \
 	$(MAKE) --no-print-directory check-includes || status=1; \
 	$(MAKE) --no-print-directory check-install || status=1; \

@@ -359,7 +359,9 @@ for _, w in ipairs(selected) do
       end
       round = round + 1
     end
+    r.rounds = {}
     for _, mode in ipairs(g.modes) do
+      r.rounds[mode] = r.cpu[mode]
       r.cpu[mode] = median(r.cpu[mode])
       r.wall[mode] = median(r.wall[mode])
     end
@@ -423,6 +425,45 @@ end
 print_table("CPU time (os.clock), seconds, median of each mode", "cpu")
 if wall_clock then
   print_table("Wall time (monotonic clock), seconds, median of each mode", "wall")
+end
+
+-- The quartiles of a list (linear interpolation).
+local function quartiles(list)
+  local t = {}
+  for i, v in ipairs(list) do t[i] = v end
+  table.sort(t)
+  local function q(p)
+    local x = 1 + (#t - 1) * p
+    local i = math.floor(x)
+    return t[i] + (t[math.min(i + 1, #t)] - t[i]) * (x - i)
+  end
+  return q(0.25), q(0.5), q(0.75)
+end
+
+-- Each round runs every mode once, next to each other: the ratio of a round's cprof time to the
+-- same round's empty time is free of the drift between rounds.
+print("cprof/empty per round (CPU time): median and interquartile range over the rounds")
+do
+  local fmt = "%-8s %-10s %7s %9s %9s %7s"
+  local header = string.format(fmt, "workload", "timer", "rounds", "median", "IQR", "goal")
+  print(header)
+  print(string.rep("-", #header))
+  for _, row in ipairs(rows()) do
+    local rounds = row.r.rounds
+    if row.timer and rounds and rounds.empty and rounds[row.timer] then
+      local ratios = {}
+      for i = 1, math.min(#rounds.empty, #rounds[row.timer]) do
+        ratios[i] = rounds[row.timer][i] / rounds.empty[i]
+      end
+      if #ratios > 0 then
+        local q1, q2, q3 = quartiles(ratios)
+        print(string.format(fmt, row.w.name, timer_label(row.timer), #ratios,
+          string.format("%.2fx", q2), string.format("%.2f-%.2f", q1, q3),
+          row.timer == default_timer and (q2 <= GOAL and "met" or "NOT met") or ""))
+      end
+    end
+  end
+  print("")
 end
 
 print("Extra CPU time per call event, nanoseconds (mode minus base, divided by calls)")
@@ -493,16 +534,28 @@ local function read_command(cmd)
 end
 
 local CHILD = [[
-local mode, n, fib_path = arg[1], tonumber(arg[2]), arg[3]
-CPROF_FIB_NO_MAIN = true
-local fib = dofile(fib_path)
+local mode, name, size, bench_dir = arg[1], arg[2], tonumber(arg[3]), arg[4]
+local W = assert(loadfile(bench_dir .. "/lib/workloads.lua"))(bench_dir)
+local w
+for _, x in ipairs(W.workloads) do if x.name == name then w = x end end
+local fn = w.make(size)
 local eh = mode == "empty" and require("emptyhook")
-local p = mode == "cprof" and require("cprof").Profile()
+local p = mode ~= "base" and mode ~= "empty" and require("cprof").Profile({ timer = mode })
 if p then p:enable() elseif eh then eh.set() end
-local r = fib(n)
+local r = fn()
 if p then p:disable() elseif eh then eh.clear() end
 io.write("result ", r, "\n")
 ]]
+
+-- The size of each workload's instruction-count run: --callgrind-n for fib, enough calls for
+-- the others to dwarf their setup (the size-1 run is subtracted).
+local function callgrind_size(name)
+  local n = opts["callgrind-n"]
+  if name == "fib" then return n end
+  local scale = opts.quick and 0.25 or 1
+  local base = { methods = 20000, strings = 2000, coro = 20000 }
+  return math.max(2, math.floor(base[name] * scale))
+end
 
 local function callgrind()
   print("Instruction counts (valgrind --tool=callgrind, Ir)")
@@ -540,77 +593,72 @@ local function callgrind()
   f:write(CHILD)
   f:close()
 
-  local n = opts["callgrind-n"]
-  local function count(mode, size)
-    local cmd = string.format("valgrind --tool=callgrind --callgrind-out-file=%s %s %s %s %d %s 2>&1",
+  local function count(mode, name, size)
+    local cmd = string.format("valgrind --tool=callgrind --callgrind-out-file=%s %s %s %s %s %d %s 2>&1",
       shell_quote(dir .. "/callgrind.out.%p"), shell_quote(interp), shell_quote(dir .. "/child.lua"),
-      mode, size, shell_quote(W.fib_path))
+      mode, name, size, shell_quote(script_dir))
     local out = read_command(cmd) or ""
     local ir = tonumber(string.match(out, "Collected%s*:%s*(%d+)"))
-    if not ir then
-      -- Fall back to the summary line of the output file.
-      local files = read_command("ls " .. shell_quote(dir) .. "/callgrind.out.* 2>/dev/null") or ""
-      for file in string.gmatch(files, "[^\n]+") do
-        local h = io.open(file)
-        if h then
-          local text = h:read("*a")
-          h:close()
-          ir = tonumber(string.match(text, "\nsummary:%s*(%d+)")
-                        or string.match(text, "\ntotals:%s*(%d+)"))
-        end
-      end
-    end
     os.execute("rm -f " .. shell_quote(dir) .. "/callgrind.out.*")
-    local ok = string.match(out, "result %d+") ~= nil
+    local ok = string.match(out, "result %S+") ~= nil
     return ok and ir or nil, out
   end
 
   local modes = { "base" }
   if have_eh then modes[#modes + 1] = "empty" end
-  if have_cprof then modes[#modes + 1] = "cprof" end
-  -- Lua 5.4 seeds its string hashes with the time and addresses, so the
-  -- counts move by a few percent from one process to the next: each count is
-  -- the median of CALLGRIND_REPS processes.
-  local res, calls = {}, W.fib_calls(n) - W.fib_calls(1)
-  for _, mode in ipairs(modes) do
-    local bigs, smalls, out = {}, {}, nil
-    for _ = 1, CALLGRIND_REPS do
-      local big, small
-      big, out = count(mode, n)
-      if big then small, out = count(mode, 1) end
-      if not (big and small) then break end
-      bigs[#bigs + 1], smalls[#smalls + 1] = big, small
+  if have_cprof then
+    modes[#modes + 1] = default_timer
+    if default_timer ~= "monotonic" and available.monotonic then modes[#modes + 1] = "monotonic" end
+  end
+  -- Lua 5.4 seeds its string hashes with the time and addresses, so the counts move by a few
+  -- percent from one process to the next: each count is the median of CALLGRIND_REPS processes
+  -- (the size-1 run that is subtracted once).
+  local reps = opts.quick and 1 or CALLGRIND_REPS
+  print(string.format("  each workload at the size shown minus size 1, in each mode; medians of %d"
+    .. " processes; cprof with its default timer (%s) and monotonic", reps, tostring(default_timer)))
+  local fmt = "  %-8s %-10s %9s %12s %10s %9s %11s"
+  local header = string.format(fmt, "workload", "mode", "size", "Ir", "Ir/call", "/base", "cprof/empty")
+  print(header)
+  print("  " .. string.rep("-", #header - 2))
+  local verdicts = {}
+  for _, w in ipairs(selected) do
+    local size = callgrind_size(w.name)
+    local calls = w.calls(size) - w.calls(1)
+    local res = {}
+    for _, mode in ipairs(modes) do
+      local bigs, out = {}, nil
+      local small
+      small, out = count(mode, w.name, 1)
+      for _ = 1, reps do
+        if not small then break end
+        local big
+        big, out = count(mode, w.name, size)
+        if not big then break end
+        bigs[#bigs + 1] = big
+      end
+      if #bigs < reps then
+        print(string.format("  %-8s %-10s run failed: %s", w.name, mode,
+          first_line(string.match(out or "", "[^\n]*[Ee]rror[^\n]*") or out or "?")))
+      else
+        res[mode] = median(bigs) - small
+      end
     end
-    if #bigs < CALLGRIND_REPS then
-      print(string.format("  %s run failed: %s", mode,
-        first_line(string.match(out or "", "[^\n]*[Ee]rror[^\n]*") or out or "?")))
-    else
-      local big, small = median(bigs), median(smalls)
-      res[mode] = { total = big, net = big - small }
+    for _, mode in ipairs(modes) do
+      local net = res[mode]
+      if net then
+        local vs_empty = (mode ~= "base" and mode ~= "empty" and res.empty) and fmt_ratio(net, res.empty) or ""
+        print(string.format(fmt, w.name, mode == default_timer and mode .. "*" or mode,
+          mode == "base" and tostring(size) or "", tostring(net), string.format("%.0f", net / calls),
+          fmt_ratio(net, res.base), vs_empty))
+      end
+    end
+    if res[default_timer] and res.empty then
+      verdicts[#verdicts + 1] = string.format("%s %.2fx", w.name, res[default_timer] / res.empty)
     end
   end
   cleanup()
-  print(string.format("  fib(%d) minus fib(1) in each mode: %d calls; medians of %d processes%s",
-    n, calls, CALLGRIND_REPS,
-    have_cprof and ("; cprof uses its default timer (" .. tostring(default_timer) .. ")") or ""))
-  local fmt = "  %-6s %14s %14s %12s %9s"
-  local header = string.format(fmt, "mode", "Ir (whole run)", "Ir (fib)", "Ir per call", "/base")
-  print(header)
-  print("  " .. string.rep("-", #header - 2))
-  for _, mode in ipairs(modes) do
-    local r = res[mode]
-    if r then
-      print(string.format(fmt, mode, r.total, r.net, string.format("%.1f", r.net / calls),
-        fmt_ratio(r.net, res.base and res.base.net)))
-    end
-  end
-  local b, e, c = res.base, res.empty, res.cprof
-  if b and e and c then
-    print(string.format("  empty/base %s   cprof/base %s   cprof/empty %s   extra per call:"
-      .. " empty %.0f, cprof %.0f Ir", fmt_ratio(e.net, b.net), fmt_ratio(c.net, b.net),
-      fmt_ratio(c.net, e.net), (e.net - b.net) / calls, (c.net - b.net) / calls))
-    print(string.format("  goal by instruction count (cprof/empty <= %.2fx): %s", GOAL,
-      c.net <= GOAL * e.net and "met" or "NOT met"))
+  if #verdicts > 0 then
+    print("  cprof/empty by instruction count, default timer: " .. table.concat(verdicts, ", "))
   end
 end
 

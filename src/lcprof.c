@@ -15,6 +15,7 @@
 #include "dump/ldump.h"
 #include "hook/hook.h"
 #include "hook/ident.h"
+#include "hook/layout.h"
 #include "hook/luatimer.h"
 #include "hook/proghook.h"
 #include "mem/lmemory.h"
@@ -55,10 +56,18 @@ static Profiler *push_profile(lua_State *L, const cprof_timer *timer, int timer_
   return P;
 }
 
+/* CPROF_FAST_PATH=0 (or off, false, no) turns the fast path off for every profile that does not
+   say: the specs run once that way (make spec-public). */
+static int fast_path_default(void) {
+  const char *v = getenv("CPROF_FAST_PATH");
+  return !v || !(strcmp(v, "0") == 0 || strcmp(v, "off") == 0 || strcmp(v, "false") == 0 ||
+                 strcmp(v, "no") == 0);
+}
+
 /* Profile{...}: the options, as Python's cProfile.Profile(timer, timeunit, subcalls, builtins)
    plus cprof's own. Read raw: the table's metamethods never run. */
 static const char *const OPTIONS[] = {"timer", "unit", "timeunit", "bias", "lines", "tree_cap",
-                                      "subcalls", "builtins", NULL};
+                                      "subcalls", "builtins", "fast_path", NULL};
 
 /* Whether `a` is a likely typo of `b`: at most two single-character edits apart (and not
    about as short as the edits). */
@@ -151,7 +160,7 @@ static double unit_option(lua_State *L, const char **name) {
 static int l_new(lua_State *L) {
   cprof_timer timer = cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT;
-  int lines = 0, subcalls = 1;
+  int lines = 0, subcalls = 1, fast = fast_path_default();
   int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
   double unit = 0, bias = 0;
   if (lua_istable(L, 1)) {
@@ -185,6 +194,7 @@ static int l_new(lua_State *L) {
       return luaL_error(L, "cprof: option '%s' goes with a function timer", unit_name);
     }
     lines = boolean_option(L, "lines", 0);
+    fast = boolean_option(L, "fast_path", fast);
     subcalls = boolean_option(L, "subcalls", 1);
     if (!boolean_option(L, "builtins", 1))
       return luaL_error(L, "cprof: option 'builtins' cannot be false: cprof always records C"
@@ -208,6 +218,7 @@ static int l_new(lua_State *L) {
   Profiler *P = push_profile(L, &timer, timer_fn, unit);
   P->tree.limit = tree_cap;
   P->lines.on = lines;
+  P->public_only = !fast;
   P->bias = bias;
   ((LProfile *)P)->subcalls = subcalls;
   return 1;
@@ -224,6 +235,7 @@ static int l_sibling(lua_State *L) {
   Profiler *P = push_profile(L, &lp->P.clock.timer, fn, lp->lt.ticks ? lp->P.clock.timer.unit : 0);
   P->tree.limit = lp->P.tree.limit;
   P->lines.on = lp->P.lines.on;
+  P->public_only = lp->P.public_only;
   P->bias = lp->P.bias;
   ((LProfile *)P)->subcalls = lp->subcalls;
   return 1;
@@ -267,6 +279,7 @@ static int l_disable(lua_State *L) {
 static int l_clear(lua_State *L) {
   Profiler *P = check(L);
   if (P->enabled) return luaL_error(L, "cprof: clear() while the profile is enabled; disable() first");
+  ident_release(P, L);
   if (prof_clear(P)) return luaL_error(L, "cprof: out of memory");
   return 0;
 }
@@ -323,6 +336,7 @@ static void set_extras(lua_State *L, Profiler *P) {
 
 static int l_getstats(lua_State *L) {
   Profiler *P = check(L);
+  ident_name_all(P, L);
   if (snap_push_stats(L, P)) return luaL_error(L, "cprof: out of memory");
   set_extras(L, P);
   return 1;
@@ -330,6 +344,7 @@ static int l_getstats(lua_State *L) {
 
 static int l_snapshot(lua_State *L) {
   Profiler *P = check(L);
+  ident_name_all(P, L);
   snap_push_snapshot(L, P, P->enabled ? now_ns() - P->enabled_at : 0);
   lua_getfield(L, -1, "meta");
   set_extras(L, P);
@@ -374,6 +389,7 @@ static int l_mtime(lua_State *L) {
 static int l_gc(lua_State *L) {
   LProfile *lp = luaL_checkudata(L, 1, PROFILE_MT);
   hook_forget(&lp->P, L);
+  ident_release(&lp->P, L);
   prof_free(&lp->P);
   luatimer_free(&lp->lt, L);
   return 0;
@@ -387,6 +403,12 @@ static int l_mark_internal(lua_State *L) {
 
 static int l_fail_allocations(lua_State *L) {
   fault_after((long)luaL_optinteger(L, 1, -1));
+  return 0;
+}
+
+/* For the specs: the fast path's self-check reads a field at a wrong offset while on. */
+static int l_skew_layout(lua_State *L) {
+  layout_skew = lua_toboolean(L, 1);
   return 0;
 }
 
@@ -431,6 +453,8 @@ int luaopen_cprof_core(lua_State *L) {
   lua_setfield(L, -2, "hooked");
   lua_pushcfunction(L, l_fail_allocations);
   lua_setfield(L, -2, "fail_allocations");
+  lua_pushcfunction(L, l_skew_layout);
+  lua_setfield(L, -2, "skew_layout");
   static const luaL_Reg system[] = {
     {"getpid", l_getpid}, {"hostname", l_hostname}, {"mtime", l_mtime}, {"setenv", l_setenv},
     {NULL, NULL}};

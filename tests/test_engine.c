@@ -6,7 +6,9 @@
  * coroutine switches at times chosen by the test (a fake clock), with activation ids chosen by
  * the test. Each case checks ncalls, pcalls, tottime and cumtime exactly, per function, per
  * edge and per call-tree node: recursion, a tail call and an error unwinding several frames,
- * a coroutine resumed twice and finishing, and closing at disable() with profiler frames open.
+ * a coroutine resumed twice and finishing, a function active in a coroutine and in its resumer
+ * (a deep recursion, whose switch touches only the lowest frame of each record), and closing
+ * at disable() with profiler frames open.
  *
  *   test_engine      exit status 0 when everything passed
  */
@@ -31,19 +33,11 @@ static const cprof_timer fake = {"fake", 1.0, no_clock, NULL, 1};
 /* Activation ids: any distinct addresses will do. */
 #define CI(k) ((const void *)(uintptr_t)(0x1000 + (k)))
 
-static char *dup(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = malloc(n);
-  memcpy(d, s, n);
-  return d;
-}
-
 /* A function entry named `name` (a C function at a made-up address). */
 static uint32_t func(Profiler *P, const char *name) {
   static char addresses[32];
-  uint32_t e = fn_add(&P->fns, &addresses[P->fns.nentries], -1, NULL, 0, dup("~"), dup(name),
-                      KIND_C);
-  CHECK(e != IDX_NONE, "entry %s", name);
+  uint32_t e = fn_add(&P->fns, IDX_NONE, -1, &addresses[P->fns.nentries], KIND_C);
+  CHECK(e != IDX_NONE && fn_set_name(&P->fns, e, name, 0) == 0, "entry %s", name);
   return e;
 }
 
@@ -69,11 +63,11 @@ static void ret(Profiler *P, Stack *st, int ci, cprof_ticks now) {
 static void expect(const Stat *s, const char *what, uint64_t ncalls, uint64_t pcalls,
                    cprof_ticks tottime, cprof_ticks cumtime) {
   CHECK(s->calls == ncalls && s->calls - s->rcalls == pcalls && s->it == tottime &&
-            s->tt == cumtime && s->level == 0,
-        "%s: ncalls %llu/%llu, pcalls %llu/%llu, tottime %lld/%lld, cumtime %lld/%lld, level %u",
+            s->tt == cumtime && s->active == 0,
+        "%s: ncalls %llu/%llu, pcalls %llu/%llu, tottime %lld/%lld, cumtime %lld/%lld, active %u",
         what, (unsigned long long)s->calls, (unsigned long long)ncalls,
         (unsigned long long)(s->calls - s->rcalls), (unsigned long long)pcalls,
-        (long long)s->it, (long long)tottime, (long long)s->tt, (long long)cumtime, s->level);
+        (long long)s->it, (long long)tottime, (long long)s->tt, (long long)cumtime, s->active);
 }
 
 static const Stat *edge(const Profiler *P, uint32_t caller, uint32_t callee) {
@@ -155,16 +149,23 @@ static void test_unwinds(lua_State *L) {
 
 static int yield_once(lua_State *co) { return lua_yield(co, 0); }
 
+/* A coroutine (left on L's stack) that yields once when resumed, and its stack. */
+static Stack *coroutine_stack(Profiler *P, lua_State *L, lua_State **co) {
+  *co = lua_newthread(L);
+  lua_pushcfunction(*co, yield_once);
+  Stack *st = stk_new(&P->stacks, P, *co);
+  CHECK(st != NULL, "coroutine stack");
+  return st;
+}
+
 /* f resumes a coroutine twice: its body g runs, yields, runs again and finishes. The time
    the coroutine runs is the callee time of each resume; the time it is suspended counts for
    nobody inside it. */
 static void test_coroutine(lua_State *L) {
   Profiler P;
   Stack *main_st = setup(&P, L);
-  lua_State *co = lua_newthread(L);
-  lua_pushcfunction(co, yield_once);
-  Stack *co_st = stk_new(&P.stacks, &P, co);
-  CHECK(co_st != NULL, "coroutine stack");
+  lua_State *co;
+  Stack *co_st = coroutine_stack(&P, L, &co);
   uint32_t f = func(&P, "f"), resume = func(&P, "resume"), g = func(&P, "g"),
            yield = func(&P, "yield");
   int nres;
@@ -196,6 +197,47 @@ static void test_coroutine(lua_State *L) {
   prof_free(&P);
 }
 
+/* The marked frames of a stack: one per record whose lowest frame in the stack it is. */
+static int marked(const Stack *st) {
+  int n = 0;
+  for (uint32_t i = st->first_head; i > 0; i = st->f[i - 1].prev_first) n++;
+  return n;
+}
+
+/* f runs in main and resumes a coroutine whose body g recurses 1000 deep and calls f, which
+   yields: while the coroutine is suspended, f is active in main only, so main's second call
+   of f is recursive (main's f is open) and g's clock stops. A call counts as recursive when
+   another frame of its function is still active when it returns: the coroutine's f, closed at
+   disable() after main's f, is primitive. */
+static void test_shared(lua_State *L) {
+  enum { DEPTH = 1000 };
+  Profiler P;
+  Stack *main_st = setup(&P, L);
+  lua_State *co;
+  Stack *co_st = coroutine_stack(&P, L, &co);
+  uint32_t f = func(&P, "f"), resume = func(&P, "resume"), g = func(&P, "g");
+  int nres;
+  call(&P, main_st, 1, 0, f, 0);
+  call(&P, main_st, 2, 1, resume, 1);
+  for (int d = 0; d < DEPTH; d++) call(&P, co_st, 100 + d, d ? 99 + d : 0, g, 2);
+  call(&P, co_st, 100 + DEPTH, 99 + DEPTH, f, 2);  /* f inside the coroutine: recursive */
+  CHECK(lua_resume(co, L, 0, &nres) == LUA_YIELD, "the coroutine yields");
+  ret(&P, main_st, 2, 3);
+  /* Marked: the lowest g (function, node, resume -> g), the next (g -> g) and f. */
+  CHECK(marked(co_st) == 3, "3 marked frames in the coroutine, not %d", marked(co_st));
+  CHECK(P.fns.entries[g].s.active == 0 && P.fns.entries[f].s.active == 1,
+        "suspended: g active %u, f active %u", P.fns.entries[g].s.active,
+        P.fns.entries[f].s.active);
+  call(&P, main_st, 3, 1, f, 4);  /* recursive: main's own f is open */
+  ret(&P, main_st, 3, 5);
+  eng_flush(&P, main_st, 10);     /* the coroutine's frames end when it was suspended */
+  expect(&P.fns.entries[f].s, "f", 3, 2, 8, 10);
+  expect(&P.fns.entries[g].s, "g", DEPTH, 1, 0, 0);
+  expect(edge(&P, g, g), "g -> g", DEPTH - 1, 1, 0, 0);
+  lua_pop(L, 1);
+  prof_free(&P);
+}
+
 /* disable() while the profiler's own function is running inside f: that frame is left out,
    f is closed at the time of the flush. */
 static void test_flush(lua_State *L) {
@@ -218,6 +260,7 @@ int main(void) {
   test_recursion(L);
   test_unwinds(L);
   test_coroutine(L);
+  test_shared(L);
   test_flush(L);
   lua_close(L);
   return ctest_done("test_engine");

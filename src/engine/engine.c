@@ -1,40 +1,34 @@
-/* Event semantics. Everything on the common path is a few loads and stores on the shadow
-   stack and two counters; searches happen only after unwinds and tail calls. */
+/* Event semantics off the common path (engine/engine.h): unwinds and tail calls, which search
+   the stack for the caller, coroutine switches, which touch the marked frames of two stacks,
+   and closing everything at disable(). */
 #include "engine/engine.h"
+#include "util/luapriv.h"
 
-static inline void account(Stat *s, cprof_ticks tt, cprof_ticks it) {
-  if (--s->level == 0) s->tt += tt;
-  else s->rcalls++;
-  s->it += it;
-  s->calls++;
+uint32_t eng_search(const Stack *st, uint32_t rec, int bit) {
+  for (uint32_t i = st->first_head; i > 0; i = st->f[i - 1].prev_first) {
+    const Frame *f = &st->f[i - 1];
+    if ((f->first & bit) && eng_frame_rec(f, bit) == rec) return i - 1;
+  }
+  return IDX_NONE;
 }
 
-/* A frame becomes active (+1) or stops being active (-1) for the recursion counters. */
-static void levels(Profiler *P, const Frame *fr, int d) {
-  P->fns.entries[fr->entry].s.level += d;
-  if (fr->edge != IDX_NONE) P->tree.edges[fr->edge].s.level += d;
-  P->tree.nodes[fr->node].s.level += d;
+/* A marked frame's records stop (d = -1) or start again (d = +1) being active in its stack. */
+static inline __attribute__((always_inline)) void mark_active(Profiler *P, const Frame *f, int d) {
+  if (f->first & FIRST_FN) P->fns.entries[f->entry].s.active += d;
+  if (f->first & FIRST_EDGE) P->tree.edges[f->edge].s.active += d;
+  if (f->first & FIRST_NODE) P->tree.nodes[f->node].s.active += d;
 }
 
-static void close_top(Profiler *P, Stack *st, cprof_ticks now) {
-  Frame *fr = &st->f[--st->n];
-  cprof_ticks tt = now - fr->t0;
-  if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += now - fr->line_t0;
-  /* A coroutine's bottom frame has its caller on another stack: that caller is charged
-     through the switch (eng_switch), which also counts the time of nested coroutines. */
-  if (st->n > 0) st->f[st->n - 1].subt += tt;
-  account(&P->fns.entries[fr->entry].s, tt, tt - fr->subt);
-  if (fr->edge != IDX_NONE) account(&P->tree.edges[fr->edge].s, tt, tt - fr->subt);
-  account(&P->tree.nodes[fr->node].s, tt, tt - fr->subt);
-}
-
+/* Forgets the top frame as though it never ran (a profiler frame open at disable()). */
 static void discard_top(Profiler *P, Stack *st) {
-  levels(P, &st->f[--st->n], -1);
+  const Frame *f = &st->f[--st->n];
+  mark_active(P, f, -1);
+  if (f->first) st->first_head = f->prev_first;
 }
 
 /* Closes the frames above index `keep` (keep == -1: all of them). */
 static void close_above(Profiler *P, Stack *st, int64_t keep, cprof_ticks now) {
-  while ((int64_t)st->n - 1 > keep) close_top(P, st, now);
+  while ((int64_t)st->n - 1 > keep) eng_pop(P, st, now);
 }
 
 static int64_t find_frame(const Stack *st, const void *ci) {
@@ -43,62 +37,54 @@ static int64_t find_frame(const Stack *st, const void *ci) {
   return -1;
 }
 
-int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint32_t entry,
-             cprof_ticks now) {
-  st->last = now;
-  if (st->n > 0 && st->f[st->n - 1].ci != parent_ci) {
-    int64_t keep = parent_ci ? find_frame(st, parent_ci) : -1;
-    close_above(P, st, keep, now);
-  }
-  if (st->n == st->cap && stk_grow(st)) return -1;
+const Frame *eng_caller_slow(Profiler *P, Stack *st, const void *parent_ci, cprof_ticks now) {
+  if (st->n > 0) close_above(P, st, parent_ci ? find_frame(st, parent_ci) : -1, now);
+  if (st->n > 0) return &st->f[st->n - 1];
   /* A coroutine's first frame is called by the frame that resumed it. */
-  const Stack *from = st->n > 0 ? st : st->resumer && st->resumer->n > 0 ? st->resumer : NULL;
-  const Frame *caller = from ? &from->f[from->n - 1] : NULL;
-  const Link *lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE,
-                             caller ? caller->entry : IDX_NONE, entry);
-  if (!lk) return -1;
-  if (lk->capped) P->tree.folded++;
-  st->f[st->n] = (Frame){ci, entry, lk->edge, lk->node, IDX_NONE, now, 0, 0};
-  levels(P, &st->f[st->n++], +1);
-  return 0;
+  const Stack *r = st->resumer;
+  return r && r->n > 0 ? &r->f[r->n - 1] : NULL;
 }
 
-void eng_return(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
-  st->last = now;
+int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint32_t entry,
+             cprof_ticks now) {
+  const Frame *caller = eng_caller(P, st, parent_ci, now);
+  uint32_t lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE,
+                          caller ? caller->entry : IDX_NONE, entry);
+  return lk == IDX_NONE ? -1 : eng_push(P, st, ci, lk, now);
+}
+
+void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   if (st->n == 0) return;
-  if (st->f[st->n - 1].ci != ci) {
-    int64_t at = find_frame(st, ci);
-    close_above(P, st, at, now);
-    if (at < 0) return;
-  }
-  close_top(P, st, now);
+  int64_t at = find_frame(st, ci);
+  close_above(P, st, at, now);
+  if (at >= 0) eng_pop(P, st, now);
 }
 
 int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now) {
   st->last = now;
   if (st->n == 0) return 0;
   Frame *fr = &st->f[st->n - 1];
-  if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += now - fr->line_t0;
+  cprof_ticks vnow = now - st->away;
+  if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += vnow - fr->line_t0;
   fr->line = line_record(&P->lines, fr->entry, line);
   if (fr->line == IDX_NONE) return -1;
   P->lines.recs[fr->line].hits++;
-  fr->line_t0 = now;
+  fr->line_t0 = vnow;
   return 0;
 }
 
+/* Its records stop being active in it, and its own time stops: one step per marked frame. */
 static void suspend(Profiler *P, Stack *st, cprof_ticks now) {
-  for (uint32_t i = 0; i < st->n; i++) levels(P, &st->f[i], -1);
+  for (uint32_t i = st->first_head; i > 0; i = st->f[i - 1].prev_first)
+    mark_active(P, &st->f[i - 1], -1);
   st->suspended = 1;
   st->suspended_at = now;
 }
 
 static void resume(Profiler *P, Stack *st, cprof_ticks now) {
-  cprof_ticks away = now - st->suspended_at;
-  for (uint32_t i = 0; i < st->n; i++) {
-    levels(P, &st->f[i], +1);
-    st->f[i].t0 += away;
-    st->f[i].line_t0 += away;
-  }
+  for (uint32_t i = st->first_head; i > 0; i = st->f[i - 1].prev_first)
+    mark_active(P, &st->f[i - 1], +1);
+  st->away += now - st->suspended_at;
   st->suspended = 0;
 }
 
@@ -111,6 +97,9 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
   int dead = 0;
   if (from) {
     int status = lua_status(from->L);
+#if LUAPRIV_KNOWN
+    if (P->fast) status = luapriv_status(from->L);
+#endif
     int back = to == from->resumer;
     if (back) {
       /* Control came back: all the coroutine did is the resumer's callee time. */

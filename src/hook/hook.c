@@ -1,14 +1,20 @@
-/* The debug hook. Per event: find the thread's shadow stack (one comparison when the thread is
-   the same as last time), resolve the function (one probe), update the stack, read the clock.
-   Everything that touches Lua tables happens on a coroutine switch or on first sight of a
-   function or thread. */
+/* The debug hook. Per event, in the common case: one comparison finds the thread's stack, one
+   timer reading gives the time, the called function's key is read from the activation record
+   (util/luapriv.h) and found in the caller's node's cache, and the engine pushes or pops a
+   frame. A coroutine switch, a new function or path, the public path (LuaJIT, an unknown
+   release, or a profile whose fast path is off) and the program's own hook take longer. */
 #include "engine/engine.h"
 #include "hook/hook.h"
 #include "hook/ident.h"
+#include "hook/layout.h"
 #include "hook/threads.h"
 #include "util/compat.h"
+#include "util/luapriv.h"
 
 #define OUR_MASK (LUA_MASKCALL | LUA_MASKRET)
+
+#define likely(x) __builtin_expect(!!(x), 1)
+#define unlikely(x) __builtin_expect(!!(x), 0)
 
 static const char PROFILER_KEY = 'p';  /* registry: the enabled Profiler, as a light userdata */
 
@@ -51,7 +57,8 @@ void hook_inherited(lua_State *L, lua_Hook *h, int *mask, int *count) {
 }
 
 /* A thread that still has our hook although no profiler is enabled: a coroutine created while
-   profiling that never ran before disable(). It gets the hook it would have inherited. */
+   profiling that was suspended, or never ran, at disable(). It gets the hook it would have
+   inherited. */
 static void stray(lua_State *L, lua_Debug *ar) {
   lua_Hook h;
   int mask, count;
@@ -61,7 +68,8 @@ static void stray(lua_State *L, lua_Debug *ar) {
 }
 
 /* The coroutine that coroutine.resume (or a function made by coroutine.wrap) is about to run
-   gets our hook, remembering its own. */
+   gets our hook, remembering its own: a coroutine created before enable() has none (Lua 5.4
+   hooks are per thread). */
 static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction cf) {
   int top = lua_gettop(L);
   if (cf == ident_resume) {
@@ -74,31 +82,139 @@ static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CF
     }
   }
   lua_State *T = lua_tothread(L, -1);
-  if (T && lua_gethook(T) != hook_event) hook_take(P, L, -1, T);
+  if (T && lua_gethook(T) != hook_event) {
+    P->mem.in_hook = 1;
+    /* Every coroutine the profile has seen runs our hook (the program's own sethook keeps it
+       there): a suspended stack whose thread does not belongs to a dead coroutine whose
+       address T now has. */
+    Stack *st = stk_find(&P->stacks, T);
+    if (st && st->suspended) {
+      eng_close_all(P, st, st->suspended_at);
+      thr_drop(P, st);
+    }
+    hook_take(P, L, -1, T);
+    P->mem.in_hook = 0;
+  }
   lua_settop(L, top);
 }
 
-/* Returns the kind of hook work done, for the estimate of the hook's own time. */
-static int on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks now) {
+/* A call whose key missed its node's cache: the function's entry `e` (found from the fast
+   path's key when it is IDX_NONE), the link of the call, a call-site name for a function that
+   has none, and the cache filled. IDX_NONE when out of memory. */
+static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *caller, uint32_t e,
+                     const void *key, const void *src, int line) {
+  P->mem.in_hook = 1;
+  if (e == IDX_NONE) {
+    e = ident_fast(P, L, ar, key, src, line);
+    /* Only a key the function table vouches for may be cached (ident_fast). */
+    if (e != IDX_NONE && fn_find_key(&P->fns, key, src, line, NULL, 0) != e) caller = NULL;
+  }
+  uint32_t lk = IDX_NONE;
+  if (e != IDX_NONE) {
+    uint32_t links = P->tree.nlinks;
+    lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE, caller ? caller->entry : IDX_NONE,
+                   e);
+    if (lk != IDX_NONE && P->tree.nlinks != links) ident_name_from_call(P, L, ar, e);
+    if (lk != IDX_NONE && caller) tree_remember(&P->tree.nodes[caller->node], key, src, line, lk);
+  }
+  P->mem.in_hook = 0;
+  return lk;
+}
+
+#if LUAPRIV_KNOWN
+/* The fast path of a call: everything read from the activation record. Returns the kind of
+   hook work, or -1 when the called value is not a function the mirrors know (never in practice:
+   the public path then takes the call). */
+static int fast_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
+                     cprof_ticks now, int *slow) {
+  const void *ci = ar->i_ci, *key, *src, *parent;
+  int line;
+  int what = luapriv_callee(ci, 0, &key, &src, &line);
+  if (unlikely(what == LP_OTHER)) return -1;
+  parent = luapriv_parent(ci);
+  /* The common call, looked up before the time is needed: meanwhile the timer's reading, which
+     takes longer than this, completes. */
+  const Frame *caller = st->n > 0 ? &st->f[st->n - 1] : NULL;
+  uint32_t lk = IDX_NONE;
+  if (likely(caller && caller->ci == parent))
+    lk = tree_way(&P->tree.nodes[caller->node], key, src, line);
+  if (now < 0) now = clock_at(&P->clock, in);
+  if (likely(lk != IDX_NONE)) {
+    st->last = now;
+  } else {
+    caller = eng_caller(P, st, parent, now);
+    if (caller) lk = tree_way(&P->tree.nodes[caller->node], key, src, line);
+    if (lk == IDX_NONE) {
+      *slow = 1;
+      lk = miss(P, L, ar, caller, IDX_NONE, key, src, line);
+    }
+  }
+  if (unlikely(lk == IDX_NONE || eng_push(P, st, ci, lk, now))) {
+    P->oom = 1;
+    return HOOK_CALL_LUA;
+  }
+  if (what == LP_LUA) return HOOK_CALL_LUA;
+  /* The coroutine is read directly; only one without our hook costs more. */
+  int resume = key == (const void *)(size_t)ident_resume;
+  if (unlikely(resume || key == (const void *)(size_t)ident_wrap)) {
+    lua_State *T = resume ? luapriv_arg_thread(ci, 1) : luapriv_upvalue_thread(ci);
+    if (T && lua_gethook(T) != hook_event)
+      hook_resumed_thread(P, L, ar, resume ? ident_resume : ident_wrap);
+  }
+  return HOOK_CALL_C;
+}
+#endif
+
+/* A call through the public API: lua_getinfo for the function, lua_getstack for its caller. */
+static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
+                       cprof_ticks now, int *slow) {
   lua_CFunction cf;
-  uint32_t e = ident_resolve(&P->fns, L, ar, &cf);
-  lua_Debug caller;
-  const void *parent_ci = lua_getstack(L, 1, &caller) ? COMPAT_CI(caller) : NULL;
+  uint32_t known = P->fns.nkeys + P->fns.nentries;
+  P->mem.in_hook = 1;
+  uint32_t e = ident_public(P, L, ar, &cf);
+  P->mem.in_hook = 0;
+  if (known != P->fns.nkeys + P->fns.nentries) *slow = 1;
+  lua_Debug up;
+  const void *parent_ci = lua_getstack(L, 1, &up) ? COMPAT_CI(up) : NULL;
+  if (now < 0) now = clock_at(&P->clock, in);
   if (!COMPAT_PER_THREAD_HOOKS && st->ci_pending) {
     /* A call in the same slot is a tail call replacing the frame, not a call it makes. */
     if (st->f[st->n - 1].ci != COMPAT_CI(*ar)) st->f[st->n - 1].ci = parent_ci;
     st->ci_pending = 0;
   }
-  if (e == IDX_NONE || eng_call(P, st, COMPAT_CI(*ar), parent_ci, e, now)) {
+  if (e == IDX_NONE) {
+    P->oom = 1;
+    return HOOK_CALL_LUA;
+  }
+  const Frame *caller = eng_caller(P, st, parent_ci, now);
+  /* The cache is keyed by the entry: an odd number, which no address is. */
+  const void *key = (const void *)(((uintptr_t)e << 1) | 1);
+  uint32_t lk = caller ? tree_way(&P->tree.nodes[caller->node], key, NULL, -1) : IDX_NONE;
+  if (lk == IDX_NONE) {
+    *slow = 1;
+    lk = miss(P, L, ar, caller, e, key, NULL, -1);
+  }
+  if (lk == IDX_NONE || eng_push(P, st, COMPAT_CI(*ar), lk, now)) {
     P->oom = 1;
     return HOOK_CALL_LUA;
   }
   if (!COMPAT_PER_THREAD_HOOKS) st->ci_pending = P->fns.entries[e].kind != KIND_C;
-  /* A coroutine created before enable() has no hook of ours (Lua 5.4 hooks are per thread),
-     so it gets one when it is resumed. */
   if (COMPAT_PER_THREAD_HOOKS && cf && (cf == ident_resume || cf == ident_wrap))
     hook_resumed_thread(P, L, ar, cf);
   return cf ? HOOK_CALL_C : HOOK_CALL_LUA;
+}
+
+/* A call at timer reading `in`; `now` is the profile's clock then, or -1: not computed yet (it
+   must be, once: clock_at). */
+static int on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
+                   cprof_ticks now, int *slow) {
+#if LUAPRIV_KNOWN
+  if (likely(P->fast)) {
+    int kind = fast_call(P, st, L, ar, in, now, slow);
+    if (likely(kind >= 0)) return kind;
+  }
+#endif
+  return public_call(P, st, L, ar, in, now, slow);
 }
 
 static void on_return(Stack *st, lua_Debug *ar, cprof_ticks now) {
@@ -109,61 +225,88 @@ static void on_return(Stack *st, lua_Debug *ar, cprof_ticks now) {
   eng_return(st->P, st, COMPAT_CI(*ar), now);
 }
 
+/* The profiler enabled in L's state and the stack of L in it (NULL: none yet), for an event in
+   another thread than the last one. The last event's profiler serves when L is of the same
+   state (the fast path tells by the global state; the public path asks the registry). */
+static Profiler *profiler_of(lua_State *L, Stack **st) {
+  Profiler *P = NULL;
+#if LUAPRIV_KNOWN
+  Stack *last = thr_last_st;
+  if (last && last->P->fast && luapriv_state(L) == luapriv_state(last->L)) P = last->P;
+#endif
+  if (!P) P = hook_profiler(L);
+  *st = P ? stk_find(&P->stacks, L) : NULL;
+  return P;
+}
+
 void hook_event(lua_State *L, lua_Debug *ar) {
   Stack *st;
   Profiler *P;
-  cprof_ticks in = -1;  /* when the hook started, once read */
-  if (L == thr_last_L) {
+  cprof_ticks in;
+  int slow = 0, switched = 0;
+  if (likely(L == thr_last_L)) {
     st = thr_last_st;
     P = st->P;
+    if (unlikely(P->clock.reading)) return;
+    P->clock.L = L;
+    in = clock_read(&P->clock);
   } else {
-    P = hook_profiler(L);
+    P = profiler_of(L, &st);
     if (!P) {
       stray(L, ar);
       return;
     }
+    if (P->clock.reading) return;
     /* Finding a thread's stack is cprof's work: the clock stops before it. */
-    if (!P->clock.reading) in = P->clock.timer.read(P->clock.timer.ud);
-    P->mem.in_hook = 1;
-    st = thr_stack(P, L, ar);
-    P->mem.in_hook = 0;
-    if (!st) return;
+    P->clock.L = L;
+    in = clock_read(&P->clock);
+    /* A coroutine resumed goes on with the return of what yielded: the thread registry is for
+       new threads and the other cases. */
+    if (unlikely(!st || (st->suspended && !(ar->event == LUA_HOOKRET && st->n > 0 &&
+                                             st->f[st->n - 1].ci == COMPAT_CI(*ar))))) {
+      uint32_t nstacks = P->stacks.n;
+      P->mem.in_hook = 1;
+      st = thr_stack(P, L, ar, st);
+      P->mem.in_hook = 0;
+      if (!st) return;
+      slow = nstacks != P->stacks.n;
+    }
+    thr_remember(L, st);
+    switched = 1;
   }
-  if (P->clock.reading) return;
   int event = ar->event == LUA_HOOKTAILCALL ? LUA_HOOKCALL : ar->event;
-  int theirs = st->prev_mask & (1 << event);
+  int theirs = unlikely(st->prev_hook != NULL) && (st->prev_mask & (1 << event));
   /* The program's own hook runs on the program's time: before ours on a return (inside the
      returning function, as it would without us), after ours otherwise. */
   if (theirs && event == LUA_HOOKRET) st->prev_hook(L, ar);
-  P->clock.L = L;
-  if (P->oom) {
+  if (unlikely(P->oom)) {
     P->dropped++;
-  } else if (event == LUA_HOOKCALL || event == LUA_HOOKRET ||
+  } else if (likely(event == LUA_HOOKCALL || event == LUA_HOOKRET) ||
              (event == LUA_HOOKLINE && P->lines.on)) {
-    if (in < 0) in = P->clock.timer.read(P->clock.timer.ud);
-    cprof_ticks now = clock_at(&P->clock, in);
-    /* Anything new (a function, a path, a line, a thread) took the slow path: measured. */
-    uint32_t before = P->tree.nlinks + P->lines.nrecs + P->stacks.n;
-    int slow = 0, kind = HOOK_LINE;
-    P->mem.in_hook = 1;
-    if (st != P->stacks.cur) {
+    cprof_ticks now = -1;
+    int kind = HOOK_LINE;
+    if (unlikely(st != P->stacks.cur)) {
       Stack *from = P->stacks.cur;
+      now = clock_at(&P->clock, in);
+      P->mem.in_hook = 1;
       if (eng_switch(P, from, st, now)) thr_drop(P, from);
       P->stacks.cur = st;
-      memattr_thread(&P->mem, L);
-      slow = 1;
+      if (P->mem.heap) memattr_thread(&P->mem, L);
+      P->mem.in_hook = 0;
+      switched = 1;
     }
     if (event == LUA_HOOKCALL) {
-      kind = on_call(P, st, L, ar, now);
+      kind = on_call(P, st, L, ar, in, now, &slow);
     } else if (event == LUA_HOOKRET) {
-      on_return(st, ar, now);
+      on_return(st, ar, now < 0 ? clock_at(&P->clock, in) : now);
       kind = HOOK_RETURN;
-    } else if (eng_line(P, st, ar->currentline, now)) {
-      P->oom = 1;
+    } else {
+      if (now < 0) now = clock_at(&P->clock, in);
+      uint32_t recs = P->lines.nrecs;
+      if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
+      slow = slow || recs != P->lines.nrecs;
     }
-    slow = slow || before != P->tree.nlinks + P->lines.nrecs + P->stacks.n;
-    clock_stop(&P->clock, in, kind, slow);
-    P->mem.in_hook = 0;
+    clock_stop(&P->clock, in, switched ? HOOK_SWITCH : kind, slow);
   }
   if (theirs && event != LUA_HOOKRET) st->prev_hook(L, ar);
 }
@@ -173,8 +316,15 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   if (other == P) return NULL;
   if (other) return "another cprof profiler is already enabled in this Lua state";
   /* Before our hook is in, so that it is not profiled. */
+  if (P->public_only) {
+    P->fast_state = "off";
+    P->fast_why = "turned off (fast_path = false, or CPROF_FAST_PATH=0)";
+  } else {
+    P->fast_why = layout_check(L);
+    P->fast_state = !P->fast_why ? "on" : LUAPRIV_KNOWN ? "fallback" : "unavailable";
+  }
+  P->fast = P->fast_why == NULL;
   P->jit_was_on = compat_jit_off(L);
-  thr_open(L);
   lua_State *M = compat_push_main_thread(L);
   Stack *main_st = M && M != L ? thr_adopt(P, L, -1, M) : NULL;
   lua_pop(L, 1);
@@ -189,6 +339,7 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   if (main_st) install(main_st, M);
   install(st, L);
   P->stacks.cur = st;
+  P->stacks.main = main_st ? main_st : st;
   P->enabled = 1;
   lua_pushlightuserdata(L, P);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &PROFILER_KEY);
@@ -208,8 +359,10 @@ void hook_disable(Profiler *P, lua_State *L) {
   memattr_stop(&P->mem);
   Stack *cur = stk_find(&P->stacks, L);
   P->clock.L = L;
-  eng_flush(P, cur ? cur : P->stacks.cur, clock_now_outside(&P->clock));
+  cprof_ticks now = clock_now_outside(&P->clock);
+  /* While the stacks still tell which threads are suspended (maybe dead). */
   thr_release(P, L, hook_event);
+  eng_flush(P, cur ? cur : P->stacks.cur, now);
   thr_drop_all(P);
   P->stacks.cur = NULL;
   P->enabled = 0;

@@ -1,5 +1,7 @@
-/* Identity and names. Only the first lines of ident_resolve run per call; naming a function
-   walks the loaded modules, so it happens once per function. */
+/* Identity and names (hook/ident.h). Nothing here runs on a call that hits its node's cache:
+   a new key costs a few probes and, for a new function, lua_getinfo; a new chunk name is copied
+   once and its string kept alive; global names come from one walk of the loaded modules per
+   snapshot. */
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,9 +12,11 @@
 #include "hook/ident.h"
 #include "util/compat.h"
 #include "util/fault.h"
+#include "util/luapriv.h"
 #include "util/weak.h"
 
 static const char INTERNAL_KEY = 'i';
+static const char ANCHORS_KEY = 'n';  /* registry: profile (light userdata) -> { string = true } */
 
 lua_CFunction ident_resume, ident_wrap;
 
@@ -37,76 +41,88 @@ void ident_setup(lua_State *L) {
   lua_settop(L, top);
 }
 
-static char *dupstr(const char *s) {
-  size_t n = strlen(s) + 1;
-  char *d = fault_malloc(n);
-  if (d) memcpy(d, s, n);
-  return d;
-}
+/* ---- Chunk names kept alive ------------------------------------------------------------- */
 
-/* Where a name comes from: globals first, then Lua's standard libraries, then other modules, so
-   that table.insert is not called by the name some library re-exports it under. */
-static int module_rank(const char *mod) {
-  static const char *const stdlib[] = {"string", "table", "math", "io", "os", "coroutine",
-                                       "utf8", "debug", "package", "bit", "jit", NULL};
-  if (strcmp(mod, "_G") == 0) return 0;
-  for (int i = 0; stdlib[i]; i++)
-    if (strcmp(mod, stdlib[i]) == 0) return 1;
-  return 2;
-}
-
-/* A module-qualified global name for the function at the top of the stack, the way
-   luaL_traceback finds one ("string.format"; "_G." dropped). When several names reach it, the
-   best ranked module wins, then the shortest name, then the alphabetically first: table order
-   varies between runs. */
-static char *global_name(lua_State *L) {
-  char *best = NULL;
-  int best_rank = 3;
-  if (!lua_checkstack(L, 6)) return NULL;
-  int fn = lua_gettop(L);
-  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+/* Called protected, as it allocates: [profile, string] -> anchors[profile][string] = true. */
+static int anchor_set(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &ANCHORS_KEY);
   if (!lua_istable(L, -1)) {
     lua_pop(L, 1);
-    return NULL;
+    lua_newtable(L);
+    lua_pushvalue(L, -1);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &ANCHORS_KEY);
   }
-  lua_pushnil(L);
-  while (lua_next(L, -2)) {
-    if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
-      const char *mod = lua_tostring(L, -2);
-      int rank = module_rank(mod);
-      lua_pushnil(L);
-      while (rank <= best_rank && lua_next(L, -2)) {
-        if (lua_type(L, -2) == LUA_TSTRING && lua_rawequal(L, -1, fn)) {
-          const char *field = lua_tostring(L, -2);
-          size_t len = strlen(field) + (rank == 0 ? 0 : strlen(mod) + 1);
-          size_t blen = best ? strlen(best) : 0;
-          char *cand = fault_malloc(len + 1);
-          if (cand) {
-            if (rank == 0) memcpy(cand, field, len + 1);
-            else snprintf(cand, len + 1, "%s.%s", mod, field);
-            if (!best || rank < best_rank || len < blen ||
-                (len == blen && strcmp(cand, best) < 0)) {
-              free(best);
-              best = cand;
-              best_rank = rank;
-            } else {
-              free(cand);
-            }
-          }
-        }
-        lua_pop(L, 1);
-      }
-      if (rank > best_rank) lua_pop(L, 1);  /* the inner loop stopped early: drop its key */
-    }
+  lua_pushvalue(L, 1);
+  lua_rawget(L, -2);
+  if (!lua_istable(L, -1)) {
     lua_pop(L, 1);
+    lua_newtable(L);
+    lua_pushvalue(L, 1);
+    lua_pushvalue(L, -2);
+    lua_rawset(L, -4);
   }
-  lua_pop(L, 1);
-  return best;
+  lua_pushvalue(L, 2);
+  lua_pushboolean(L, 1);
+  lua_rawset(L, -3);
+  return 0;
 }
 
-static char *file_of(const lua_Debug *ar) {
-  if (ar->source[0] == '@' || ar->source[0] == '=') return dupstr(ar->source + 1);
-  return dupstr(ar->short_src);
+/* [profile, text (light userdata), length]: the text as a Lua string, kept alive when it is the
+   very string object whose bytes `text` points at (an interned one: Lua 5.4's short strings,
+   every LuaJIT string). Returns whether it was. */
+static int anchor_text(lua_State *L) {
+  const char *text = lua_touserdata(L, 2);
+  size_t len = (size_t)lua_tointeger(L, 3);
+  lua_settop(L, 1);
+  lua_pushlstring(L, text, len);
+  int same = lua_tostring(L, 2) == text;
+  if (same) anchor_set(L);
+  lua_pushboolean(L, same);
+  return 1;
+}
+
+/* Keeps the chunk-name object of a Lua function alive, so that its address keeps meaning its
+   text (functions.h): `ts` is the TString itself on the fast path (NULL on the public path,
+   which can only keep an interned string, found by its text). Returns whether it is kept. */
+static int anchor(Profiler *P, lua_State *L, const void *ts, const char *text, size_t len) {
+  if (!lua_checkstack(L, 5)) return 0;
+  int kept = 0;
+#if LUAPRIV_KNOWN
+  if (ts) {
+    lua_pushcfunction(L, anchor_set);
+    lua_pushlightuserdata(L, P);
+    luapriv_push_string(L, ts);
+    kept = lua_pcall(L, 2, 0, 0) == LUA_OK;
+    if (!kept) lua_pop(L, 1);
+    return kept;
+  }
+#else
+  (void)ts;
+#endif
+  lua_pushcfunction(L, anchor_text);
+  lua_pushlightuserdata(L, P);
+  lua_pushlightuserdata(L, (void *)(uintptr_t)text);
+  lua_pushinteger(L, (lua_Integer)len);
+  if (lua_pcall(L, 3, 1, 0) == LUA_OK) kept = lua_toboolean(L, -1);
+  lua_pop(L, 1);
+  return kept;
+}
+
+void ident_release(Profiler *P, lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &ANCHORS_KEY);
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    lua_rawsetp(L, -2, P);
+  }
+  lua_pop(L, 1);
+}
+
+/* ---- New functions ---------------------------------------------------------------------- */
+
+/* What reports show as a chunk's file: a file name without its '@', a '=' name without the
+   '=', else Lua's own short form of the source (a string chunk's first line). */
+static const char *file_of(const lua_Debug *ar) {
+  return ar->source[0] == '@' || ar->source[0] == '=' ? ar->source + 1 : ar->short_src;
 }
 
 static int is_internal(lua_State *L) {
@@ -132,77 +148,221 @@ void ident_mark_internal(lua_State *L, int idx) {
 }
 
 /* Names a call site can give (lua_getinfo 'n') are missing for functions called from C, such
-   as the function given to pcall; later calls may come from Lua code that names them. */
+   as the function given to pcall; calls on later new paths may come from Lua code that names
+   them. */
 enum { NAME_TRIES = 8 };
 
-static void rename_from_call(FuncTable *F, uint32_t e, lua_State *L, lua_Debug *ar) {
-  Entry *en = &F->entries[e];
-  en->name_tries--;
-  if (!lua_getinfo(L, "n", ar) || !ar->name) return;
-  char *n = dupstr(ar->name);
-  if (!n) return;
-  free(en->name);
-  en->name = n;
-  en->name_tries = 0;
+/* lua_getinfo's call-site name scans the calling function's code from its start up to the call
+   (ldebug.c, findsetreg): far into a long function, such as a generated main chunk of thousands
+   of lines, doing that for each new function would make the profile quadratic. Those functions
+   get their global name instead (ident_name_all), or a call-site name on another path. */
+enum { NAME_SCAN_LINES = 1000 };
+
+static int call_site_name(lua_State *L, lua_Debug *ar) {
+  lua_Debug caller;
+  if (lua_getstack(L, 1, &caller) && lua_getinfo(L, "Sl", &caller) &&
+      caller.currentline - caller.linedefined > NAME_SCAN_LINES)
+    return 0;
+  return lua_getinfo(L, "n", ar) && ar->name;
 }
 
-static uint32_t create(FuncTable *F, lua_State *L, lua_Debug *ar, const void *ptr, int line,
-                       const char *source, size_t srclen) {
-  uint32_t e = fn_find_content(F, ptr, line, source, srclen);
-  if (e != IDX_NONE) return e;
-  lua_getinfo(L, "nf", ar);
-  int kind = source ? (strcmp(ar->what, "main") == 0 ? KIND_MAIN : KIND_LUA) : KIND_C;
-  int named = ar->name != NULL;
-  char *name = NULL;
-  if (kind == KIND_MAIN) {
-    name = dupstr("<main chunk>");
-    named = 1;
-  } else if (kind == KIND_LUA && named) {
-    name = dupstr(ar->name);
-  } else {
-    name = kind == KIND_C && ptr == (const void *)(uintptr_t)ident_wrap && ident_wrap
-               ? dupstr("function made by coroutine.wrap")
-               : global_name(L);
-    if (name) {
-      named = kind == KIND_C;  /* a Lua function may still get its call-site name */
-    } else if (kind == KIND_C) {
-      char buf[48];
-      snprintf(buf, sizeof buf, "C function %p", ptr);
-      name = dupstr(buf);
-    } else {
-      name = dupstr("<anon>");
-    }
-  }
-  int internal = is_internal(L);
+/* A new entry for the function a call event calls, whose "S" information `ar` holds: a Lua
+   function of `chunk`, or C function `cfunc`. It is named by the call site when it can be. */
+static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t chunk,
+                          const void *cfunc) {
+  int kind = cfunc ? KIND_C : strcmp(ar->what, "main") == 0 ? KIND_MAIN : KIND_LUA;
+  uint32_t e = fn_add(F, chunk, cfunc ? -1 : ar->linedefined, cfunc, kind);
+  if (e == IDX_NONE) return e;
+  Entry *en = &F->entries[e];
+  en->lastline = cfunc ? -1 : ar->lastlinedefined;
+  lua_getinfo(L, "f", ar);
+  en->internal = (uint8_t)is_internal(L);
   lua_pop(L, 1);
-  e = fn_add(F, ptr, line, source, srclen, kind == KIND_C ? dupstr("~") : file_of(ar),
-                     name, kind);
-  if (e != IDX_NONE) {
-    F->entries[e].internal = (uint8_t)internal;
-    F->entries[e].lastline = kind == KIND_C ? -1 : ar->lastlinedefined;
-    F->entries[e].name_tries = named ? 0 : NAME_TRIES;
-    if (kind == KIND_MAIN) F->entries[e].line = 0;
-  }
+  if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", 0);
+  else if (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap && ident_wrap)
+    fn_set_name(F, e, "function made by coroutine.wrap", 0);
+  else if (kind == KIND_LUA && call_site_name(L, ar)) fn_set_name(F, e, ar->name, 0);
+  else if (kind == KIND_LUA) en->name_tries = NAME_TRIES;
   return e;
 }
 
-uint32_t ident_resolve(FuncTable *F, lua_State *L, lua_Debug *ar, lua_CFunction *cf) {
+void ident_name_from_call(Profiler *P, lua_State *L, lua_Debug *ar, uint32_t e) {
+  Entry *en = &P->fns.entries[e];
+  if (!en->name_tries) return;
+  en->name_tries--;
+  if (call_site_name(L, ar) && fn_set_name(&P->fns, e, ar->name, 0) == 0)
+    P->fns.entries[e].name_tries = 0;
+}
+
+/* The entry of the C function at `ptr`, made on first sight. */
+static uint32_t c_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *ptr) {
+  uint32_t e = fn_find_entry(F, IDX_NONE, -1, ptr);
+  if (e == IDX_NONE) {
+    lua_getinfo(L, "S", ar);
+    e = new_entry(F, L, ar, IDX_NONE, ptr);
+  }
+  if (e != IDX_NONE && fn_set_key(F, ptr, NULL, -1, 0, e)) return IDX_NONE;
+  return e;
+}
+
+/* The entry of a Lua function whose "S" information `ar` holds, chunk name held by object `src`
+   (kept alive when `kept`), made on first sight. */
+static uint32_t lua_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *src,
+                          int kept) {
+  size_t len = compat_srclen(ar);
+  uint32_t c = fn_find_source(F, src, ar->source, len);
+  if (c == IDX_NONE) c = fn_chunk(F, src, (uint8_t)!kept, ar->source, len, file_of(ar));
+  if (c == IDX_NONE) return IDX_NONE;
+  uint32_t e = fn_find_entry(F, c, ar->linedefined, NULL);
+  if (e == IDX_NONE) e = new_entry(F, L, ar, c, NULL);
+  return e;
+}
+
+uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, const void *src,
+                    int line) {
+  FuncTable *F = &P->fns;
+  uint32_t e = fn_find_key(F, key, src, line, NULL, 0);
+  if (e != IDX_NONE) return e;
+  if (!src) return c_entry(F, L, ar, key);
   lua_getinfo(L, "S", ar);
-  uint32_t e;
+  /* The string is kept once per distinct object: later functions of its chunk find it. */
+  int kept = fn_find_source(F, src, NULL, 0) != IDX_NONE ||
+             anchor(P, L, src, ar->source, compat_srclen(ar));
+  e = lua_entry(F, L, ar, src, kept);
+  /* An unkept string (out of memory) cannot vouch for a key: the call is resolved each time. */
+  if (e != IDX_NONE && kept && fn_set_key(F, key, src, line, 0, e)) return IDX_NONE;
+  return e;
+}
+
+uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf) {
+  FuncTable *F = &P->fns;
+  lua_getinfo(L, "S", ar);
   if (ar->what[0] == 'C') {
     lua_getinfo(L, "f", ar);
     *cf = lua_tocfunction(L, -1);
     /* LuaJIT's built-in fast functions have no C function pointer; they never die either. */
     const void *ptr = *cf ? (const void *)(uintptr_t)*cf : lua_topointer(L, -1);
     lua_pop(L, 1);
-    e = fn_find_key(F, ptr, -1, NULL, 0);
-    if (e == IDX_NONE) e = create(F, L, ar, ptr, -1, NULL, 0);
-    return e;
+    uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
+    return e != IDX_NONE ? e : c_entry(F, L, ar, ptr);
   }
   *cf = NULL;
   size_t len = compat_srclen(ar);
-  e = fn_find_key(F, ar->source, ar->linedefined, ar->source, len);
-  if (e == IDX_NONE) return create(F, L, ar, ar->source, ar->linedefined, ar->source, len);
-  if (F->entries[e].name_tries) rename_from_call(F, e, L, ar);
+  uint32_t e = fn_find_key(F, ar->source, ar->source, ar->linedefined, ar->source, len);
+  if (e != IDX_NONE) return e;
+  int kept = anchor(P, L, NULL, ar->source, len);
+  e = lua_entry(F, L, ar, ar->source, kept);
+  if (e != IDX_NONE &&
+      fn_set_key(F, ar->source, ar->source, ar->linedefined, (uint8_t)!kept, e))
+    return IDX_NONE;
   return e;
+}
+
+/* ---- Global names, once per snapshot -------------------------------------------------------- */
+
+/* Where a name comes from: globals first, then Lua's standard libraries, then other modules, so
+   that table.insert is not called by the name some library re-exports it under. */
+static int module_rank(const char *mod) {
+  static const char *const stdlib[] = {"string", "table", "math", "io", "os", "coroutine",
+                                       "utf8", "debug", "package", "bit", "jit", NULL};
+  if (strcmp(mod, "_G") == 0) return 0;
+  for (int i = 0; stdlib[i]; i++)
+    if (strcmp(mod, stdlib[i]) == 0) return 1;
+  return 2;
+}
+
+/* The entry of the function on top of the stack, if the profile has seen it. */
+static uint32_t entry_of_value(const Profiler *P, lua_State *L) {
+  const FuncTable *F = &P->fns;
+  if (lua_iscfunction(L, -1)) {
+    lua_CFunction cf = lua_tocfunction(L, -1);
+    return fn_find_entry(F, IDX_NONE, -1,
+                         cf ? (const void *)(uintptr_t)cf : lua_topointer(L, -1));
+  }
+#if LUAPRIV_KNOWN
+  if (P->fast) {
+    const LPProto *p = ((const LPLClosure *)lua_topointer(L, -1))->p;
+    uint32_t e = fn_find_key(F, p, p->source, p->linedefined, NULL, 0);
+    if (e != IDX_NONE) return e;
+  }
+#endif
+  lua_Debug ar;
+  lua_pushvalue(L, -1);
+  lua_getinfo(L, ">S", &ar);
+  return fn_find_key(F, ar.source, ar.source, ar.linedefined, ar.source, compat_srclen(&ar));
+}
+
+/* The best name found so far for each entry being named. */
+typedef struct Naming {
+  char **best;
+  uint8_t *rank;   /* 3: none yet */
+} Naming;
+
+static void consider(Naming *N, uint32_t e, int rank, const char *mod, const char *field) {
+  size_t len = strlen(field) + (rank == 0 ? 0 : strlen(mod) + 1);
+  char *cand = fault_malloc(len + 1);
+  if (!cand) return;
+  if (rank == 0) memcpy(cand, field, len + 1);
+  else snprintf(cand, len + 1, "%s.%s", mod, field);
+  /* Several names may reach one function: the best ranked module wins, then the shortest
+     name, then the alphabetically first (table order varies between runs). */
+  char *best = N->best[e];
+  size_t blen = best ? strlen(best) : 0;
+  if (!best || rank < N->rank[e] || (rank == N->rank[e] &&
+                                     (len < blen || (len == blen && strcmp(cand, best) < 0)))) {
+    free(best);
+    N->best[e] = cand;
+    N->rank[e] = (uint8_t)rank;
+  } else {
+    free(cand);
+  }
+}
+
+/* One module table (on top of the stack) of rank `rank`: every function field of it that is an
+   entry still to be named is a candidate. */
+static void walk_module(const Profiler *P, lua_State *L, Naming *N, const char *mod, int rank) {
+  lua_pushnil(L);
+  while (lua_next(L, -2)) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_isfunction(L, -1)) {
+      uint32_t e = entry_of_value(P, L);
+      if (e != IDX_NONE && !P->fns.entries[e].name && rank <= N->rank[e])
+        consider(N, e, rank, mod, lua_tostring(L, -2));
+    }
+    lua_pop(L, 1);
+  }
+}
+
+void ident_name_all(Profiler *P, lua_State *L) {
+  FuncTable *F = &P->fns;
+  uint32_t n = F->nentries, unnamed = 0;
+  for (uint32_t i = 0; i < n; i++) unnamed += F->entries[i].name == NULL;
+  if (unnamed == 0 || !lua_checkstack(L, 8)) return;
+  Naming N = {fault_calloc(n, sizeof *N.best), fault_malloc(n)};
+  if (!N.best || !N.rank) {
+    free(N.best);
+    free(N.rank);
+    return;
+  }
+  memset(N.rank, 3, n);
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  if (lua_istable(L, -1)) {
+    lua_pushnil(L);
+    while (lua_next(L, -2)) {
+      if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
+        const char *mod = lua_tostring(L, -2);
+        walk_module(P, L, &N, mod, module_rank(mod));
+      }
+      lua_pop(L, 1);
+    }
+  }
+  lua_settop(L, top);
+  for (uint32_t i = 0; i < n; i++) {
+    if (!N.best[i]) continue;
+    /* A Lua function may still get a call-site name later; a C function never does. */
+    fn_set_name(F, i, N.best[i], 1);
+    free(N.best[i]);
+  }
+  free(N.best);
+  free(N.rank);
 }

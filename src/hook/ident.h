@@ -1,14 +1,15 @@
 /*
- * hook/ident.h — which function a hook event is about, and what it is called in reports. Per
- * call: lua_getinfo "S" and one probe of the function table; naming a function walks the loaded
- * modules, so it happens once per function.
+ * hook/ident.h — which function a hook event is about, and what it is called in reports.
+ * The hook resolves a call through its call-site caches (calltree.h); what is here runs on a
+ * cache miss: once per new key (a function, or one seen under a new address), once per new
+ * chunk name, and once per snapshot for the names no call site gave.
  */
 #ifndef CPROF_IDENT_H
 #define CPROF_IDENT_H
 
 #include <lua.h>
 
-#include "tables/functions.h"
+#include "tables/profiler.h"
 
 /* The C functions behind coroutine.resume and the functions coroutine.wrap makes. */
 extern lua_CFunction ident_resume, ident_wrap;
@@ -16,10 +17,27 @@ extern lua_CFunction ident_resume, ident_wrap;
 /* Finds them; once per state, when the module loads. */
 void ident_setup(lua_State *L);
 
-/* The entry of the function that `ar` (a call event) is calling, created on first sight.
-   Also returns the C function in *cf (NULL for Lua functions). IDX_NONE when out of memory.
-   Leaves the Lua stack as it found it. */
-uint32_t ident_resolve(FuncTable *F, lua_State *L, lua_Debug *ar, lua_CFunction *cf);
+/* The entry of the function a call event `ar` calls, seen by the fast path as key `key` (a
+   prototype, with its chunk-name string object `src` and line defined; or a C function, with
+   src NULL and line -1), made on first sight. IDX_NONE when out of memory. */
+uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, const void *src,
+                    int line);
+
+/* The same through the public API alone (lua_getinfo): the path of LuaJIT, of unknown releases
+   and of a profile whose fast path is off. Also returns the C function in *cf (NULL for a Lua
+   function). */
+uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf);
+
+/* A call of entry e took a new call path: a function still without a call-site name tries
+   this one (lua_getinfo "n"), a few times at most. */
+void ident_name_from_call(Profiler *P, lua_State *L, lua_Debug *ar, uint32_t e);
+
+/* Names, in one walk of the loaded modules, every function still without a name: its global
+   name ("string.format") if it has one. Before every snapshot. */
+void ident_name_all(Profiler *P, lua_State *L);
+
+/* Lets go of the chunk-name strings P kept alive (its keys are gone: clear() or collection). */
+void ident_release(Profiler *P, lua_State *L);
 
 /* Marks the function at `idx` as part of the profiler: an internal frame still open at
    disable() is left out of the numbers. */

@@ -1,9 +1,11 @@
 /*
  * hook/threads.h — which shadow stack a Lua thread's events go to. Each thread the hook meets is
- * adopted (given a stack) and registered in a weak-keyed registry table, so that a thread born
- * at a dead one's address is told from it; abandoned coroutines' stacks are swept when their
- * number has doubled. A one-entry cache per OS thread makes an event in the same thread as the
- * last one cost one comparison; the rest runs only on a coroutine switch.
+ * adopted (given a stack), found again by its address. A coroutine that died while suspended
+ * leaves its stack behind until another thread takes its address (the new thread's first event
+ * tells them apart: docs/SEMANTICS.md) or until disable(); no Lua table holds the coroutines.
+ * Only threads whose hook must be given back at disable() with something else than what they
+ * would inherit are remembered in a weak table. A one-entry cache per OS thread makes an event
+ * in the same thread as the last one cost one comparison; the rest runs only on a switch.
  */
 #ifndef CPROF_THREADS_H
 #define CPROF_THREADS_H
@@ -25,23 +27,22 @@ static inline void thr_remember(lua_State *L, Stack *st) {
 
 static inline void thr_forget(void) { thr_remember(NULL, NULL); }
 
-/* Makes the registry of L's state (enable()). */
-void thr_open(lua_State *L);
-
-/* A new stack for thread T, which is at `idx` of L's stack; NULL when out of memory. */
+/* A new stack for thread T (at `idx` of L's stack, when the thread must get its own hook back
+   at disable(): 0 otherwise); NULL when out of memory. */
 Stack *thr_adopt(Profiler *P, lua_State *L, int idx, lua_State *T);
 
-/* The stack of thread L, whose event `ar` follows an event in another thread: found, or adopted
-   (with the program's hook of the thread it most likely inherited it from). NULL when out of
-   memory (P->oom is set). */
-Stack *thr_stack(Profiler *P, lua_State *L, lua_Debug *ar);
+/* The stack of thread L, whose event `ar` follows an event in another thread: `st` (found by
+   address, or NULL), or a new one when st belonged to a dead thread at that address. NULL when
+   out of memory (P->oom is set). */
+Stack *thr_stack(Profiler *P, lua_State *L, lua_Debug *ar, Stack *st);
 
 /* Frees a stack whose frames are closed or forgotten. */
 void thr_drop(Profiler *P, Stack *st);
 void thr_drop_all(Profiler *P);
 
-/* Gives every live thread whose hook is still `ours` the hook it had before, and empties the
-   registry (disable()). */
+/* Gives every thread known to be alive whose hook is still `ours` the hook it had before
+   (disable(), from thread L): L, the threads that resumed it, and those remembered; the
+   others get theirs on their next event (hook.c). */
 void thr_release(Profiler *P, lua_State *L, lua_Hook ours);
 
 #endif

@@ -4,15 +4,12 @@
 #include <string.h>
 #include <time.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <cpuid.h>
-#include <x86intrin.h>
-#define HAVE_TSC 1
-#else
-#define HAVE_TSC 0
-#endif
-
 #include "cprof.h"
+#include "tables/clock.h"
+
+#if CLOCK_HAVE_TSC
+#include <cpuid.h>
+#endif
 
 static cprof_ticks read_clock(clockid_t id) {
   struct timespec ts;
@@ -43,11 +40,7 @@ static cprof_ticks read_counter(void *ud) {
   return __atomic_add_fetch(&n, 1, __ATOMIC_RELAXED);
 }
 
-#if HAVE_TSC
-static cprof_ticks read_tsc(void *ud) {
-  (void)ud;
-  return (cprof_ticks)__rdtsc();
-}
+#if CLOCK_HAVE_TSC
 
 /* Only an invariant counter (CPUID 0x80000007, EDX bit 8) ticks at one rate across frequency
    changes and sleep states, on every core. */
@@ -133,12 +126,12 @@ const char *cprof_timer_get(const char *name, cprof_timer *out) {
     }
   }
   if (strcmp(name, "tsc") != 0) return "unknown timer";
-#if HAVE_TSC
+#if CLOCK_HAVE_TSC
   static pthread_once_t once = PTHREAD_ONCE_INIT;
   pthread_once(&once, measure_tsc);
   if (tsc_seconds_per_tick <= 0)
     return "the CPU's time-stamp counter is not invariant, so the 'tsc' timer cannot be used";
-  *out = (cprof_timer){"tsc", tsc_seconds_per_tick, read_tsc, NULL, 0};
+  *out = (cprof_timer){"tsc", tsc_seconds_per_tick, clock_read_tsc, NULL, 0};
   return NULL;
 #else
   return "the 'tsc' timer needs an x86 CPU";

@@ -1,5 +1,5 @@
-/* Edges, nodes and links (tables/calltree.h). Every call probes the link map once; the rest
-   runs only on a new call path. */
+/* Edges, nodes and links (tables/calltree.h). A call that misses its node's cache probes the
+   link map once; the rest runs only on a new call path. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,15 +64,15 @@ static int link_matches(const LinkProbe *q, uint32_t i) {
   return q->T->links[i].from == q->from && q->T->links[i].entry == q->entry;
 }
 
-const Link *tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry) {
+uint32_t tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry) {
   LinkProbe q = {T, from, entry};
   uint32_t h = hash_pair(from, entry), i;
   IDXMAP_FIND(&T->link_by_call, h, link_matches, &q, i);
-  if (i != IDX_NONE) return &T->links[i];
+  if (i != IDX_NONE) return i;
   Link lk = {from, entry, IDX_NONE, IDX_NONE, 0};
   if (from_entry != IDX_NONE) {
     lk.edge = tree_edge(T, from_entry, entry);
-    if (lk.edge == IDX_NONE) return NULL;
+    if (lk.edge == IDX_NONE) return IDX_NONE;
   }
   lk.node = path_node_of(T, from, entry);
   if (lk.node == IDX_NONE && from != IDX_NONE && T->nnodes >= T->limit) {
@@ -81,7 +81,7 @@ const Link *tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t 
   }
   if (lk.node == IDX_NONE) {
     if (array_reserve((void **)&T->nodes, &T->cnodes, sizeof *T->nodes, T->nnodes, 512))
-      return NULL;
+      return IDX_NONE;
     lk.node = T->nnodes;
     memset(&T->nodes[lk.node], 0, sizeof T->nodes[lk.node]);
     T->nodes[lk.node].parent = from;
@@ -89,8 +89,14 @@ const Link *tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t 
   }
   if (array_reserve((void **)&T->links, &T->clinks, sizeof *T->links, T->nlinks, 512) ||
       idxmap_put(&T->link_by_call, h, T->nlinks))
-    return NULL;
+    return IDX_NONE;
   if (lk.node == T->nnodes) T->nnodes++;  /* committed only once the link exists */
   T->links[T->nlinks] = lk;
-  return &T->links[T->nlinks++];
+  return T->nlinks++;
+}
+
+size_t tree_bytes(const CallTree *T) {
+  return (size_t)T->cedges * sizeof *T->edges + (size_t)T->cnodes * sizeof *T->nodes +
+         (size_t)T->clinks * sizeof *T->links + idxmap_bytes(&T->edge_by_pair) +
+         idxmap_bytes(&T->link_by_call);
 }

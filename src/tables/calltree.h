@@ -1,8 +1,9 @@
 /*
  * tables/calltree.h — the caller->callee edges (the call graph, what pstats reports) and the
  * call tree (one node per distinct call path), with the links that lead from a frame's node and
- * a callee to both. A call whose link exists costs one probe (tree_link); a new path costs an
- * edge lookup, a walk up its path and an insertion.
+ * a callee to both. Each node keeps the last links its calls took, by the callee's key (its
+ * call-site cache): a call that hits it costs a few comparisons; a miss costs one probe of the
+ * link map (tree_link); a new path costs an edge lookup, a walk up its path and an insertion.
  */
 #ifndef CPROF_CALLTREE_H
 #define CPROF_CALLTREE_H
@@ -13,23 +14,35 @@
 #include "util/idxmap.h"
 
 typedef struct Edge {
-  uint32_t caller, callee;
   Stat s;
+  uint32_t caller, callee;
 } Edge;
+
+/* One remembered call from a node: the callee's key (functions.h: a prototype or C function
+   with its chunk-name object and line on the fast path; an entry number on the public path)
+   and the link it took. A hit is exact: the key is checked against address reuse the way
+   fn_find_key checks it. */
+typedef struct Way {
+  const void *key, *src;
+  int line;
+  uint32_t link;
+} Way;
+
+enum { NODE_WAYS = 2 };
 
 /* A call path: the node of the caller's path plus a function. */
 typedef struct Node {
+  Stat s;
   uint32_t parent;         /* IDX_NONE for a root */
   uint32_t entry;
-  Stat s;
+  Way way[NODE_WAYS];      /* most recent first */
 } Node;
 
-/* What a call of `entry` from a frame on node `from` leads to: computed once per pair, so a call
-   costs one probe for both its edge and its tree node. */
+/* What a call of `entry` from a frame on node `from` leads to: computed once per pair. */
 typedef struct Link {
   uint32_t from, entry;    /* from is IDX_NONE for a root call */
-  uint32_t node, edge;
-  int capped;              /* the tree was full: the call is folded into its caller's node */
+  uint32_t node, edge;     /* edge is IDX_NONE for a root call */
+  uint32_t capped;         /* the tree was full: the call is folded into its caller's node */
 } Link;
 
 enum { TREE_CAP_DEFAULT = 1000000 };
@@ -52,7 +65,25 @@ int tree_init(CallTree *T);
 void tree_free(CallTree *T);
 
 /* The link for a call of `entry` from a frame on node `from` (IDX_NONE: a root call) whose
-   function is `from_entry`. NULL when out of memory. */
-const Link *tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry);
+   function is `from_entry`. IDX_NONE when out of memory. */
+uint32_t tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry);
+
+/* The link node `node`'s cache remembers for this key, or IDX_NONE. */
+static inline uint32_t tree_way(const Node *nd, const void *key, const void *src, int line) {
+  for (int i = 0; i < NODE_WAYS; i++)
+    if (nd->way[i].key == key && nd->way[i].src == src && nd->way[i].line == line)
+      return nd->way[i].link;
+  return IDX_NONE;
+}
+
+/* Remembers that this key took `link` from node `node`. */
+static inline void tree_remember(Node *nd, const void *key, const void *src, int line,
+                                 uint32_t link) {
+  for (int i = NODE_WAYS - 1; i > 0; i--) nd->way[i] = nd->way[i - 1];
+  nd->way[0] = (Way){key, src, line, link};
+}
+
+/* Bytes held by the tables. */
+size_t tree_bytes(const CallTree *T);
 
 #endif

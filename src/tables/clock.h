@@ -1,9 +1,10 @@
 /*
  * tables/clock.h — the profile's clock: the timer less the time spent inside cprof's hook, which
  * stops the clock while it runs, so that no frame is charged for cprof's own work; it never goes
- * back. Reading the timer a second time per event would double the cost of the clock, the
- * largest part of cprof's, so where the timer allows it most events are charged an estimate of
- * the hook's duration instead (clock_stop). Everything here is inline: it runs on every event.
+ * back. The hook reads the timer once per event, when it starts; its own duration is charged as
+ * a running estimate per kind of event (clock_stop), measured with a second reading on one event
+ * in 64 and on every event that took a slow path. Exact timers (`counter`, a Lua function) are
+ * read at the end of every event instead. Everything here is inline: it runs on every event.
  */
 #ifndef CPROF_CLOCK_H
 #define CPROF_CLOCK_H
@@ -14,24 +15,50 @@
 
 #include "cprof.h"
 
-/* Kinds of hook work, which take different times (clock_stop). */
-enum { HOOK_CALL_LUA, HOOK_CALL_C, HOOK_RETURN, HOOK_LINE, HOOK_NKINDS };
+#if defined(__x86_64__) || defined(__i386__)
+#include <x86intrin.h>
+#define CLOCK_HAVE_TSC 1
+#else
+#define CLOCK_HAVE_TSC 0
+#endif
+
+/* Kinds of hook work, which take different times (clock_stop). Calibration (docs/API.md) may
+   tell them apart by the counts of each the profile records. */
+enum { HOOK_CALL_LUA, HOOK_CALL_C, HOOK_RETURN, HOOK_LINE, HOOK_SWITCH, HOOK_NKINDS };
+
+/* Durations are kept in 1/256 ticks, so that the estimates of short hooks keep their fraction. */
+enum { CLOCK_FRAC = 8, CLOCK_MEASURE_MASK = 63, CLOCK_WARMUP = 256 };
 
 typedef struct Clock {
   cprof_timer timer;
   lua_State *L;            /* the thread the hook (or enable/disable) runs in: a Lua function
                               timer is called there (hook/luatimer.h) */
-  double hook_ticks;       /* timer ticks spent inside the hook: kept off every frame */
-  double hook_estimate[HOOK_NKINDS];  /* average ticks of a hook run, per HOOK_* kind */
+  int64_t hook_ticks;      /* 1/256 timer ticks spent inside the hook: kept off every frame */
+  int64_t estimate[HOOK_NKINDS];  /* 1/256 ticks of one hook run, per HOOK_* kind */
   cprof_ticks vlast;       /* the profile's clock at the last event: it never goes back */
-  uint32_t measure_every;  /* measure one event in this many; 1: every event (exact timers) */
-  uint32_t events;         /* events since enable, to pick those that are measured */
-  int reading;             /* the timer is being read outside the hook: its calls are not events */
+  uint32_t countdown;      /* events to charge the estimate before the next measured one */
+  uint32_t warmup;         /* measured events left before the estimates are trusted */
+  uint8_t exact;           /* read the timer at the end of every event */
+  uint8_t tsc;             /* the timer is the time-stamp counter: read inline */
+  uint8_t reading;         /* the timer is being read outside the hook: its calls are not events */
 } Clock;
+
+/* The `tsc` timer's reading (hook/timer.c makes the timer), inline in the hook. */
+cprof_ticks clock_read_tsc(void *ud);
 
 static inline void clock_set_timer(Clock *c, const cprof_timer *timer) {
   c->timer = *timer;
-  c->measure_every = timer->exact ? 1 : 16;  /* a power of two: see clock_stop */
+  c->exact = timer->exact != 0;
+  c->tsc = timer->read == clock_read_tsc;
+  c->countdown = 0;
+  c->warmup = CLOCK_WARMUP;
+}
+
+static inline cprof_ticks clock_read(const Clock *c) {
+#if CLOCK_HAVE_TSC
+  if (c->tsc) return (cprof_ticks)__rdtsc();
+#endif
+  return c->timer.read(c->timer.ud);
 }
 
 /* The timer, read outside the hook (the hook reads it itself): a timer that is a Lua function
@@ -45,34 +72,38 @@ static inline cprof_ticks clock_read_outside(Clock *c) {
 
 /* The profile's clock, read outside the hook. */
 static inline cprof_ticks clock_now_outside(Clock *c) {
-  cprof_ticks t = clock_read_outside(c) - (cprof_ticks)c->hook_ticks;
+  cprof_ticks t = clock_read_outside(c) - (cprof_ticks)(c->hook_ticks >> CLOCK_FRAC);
   return t < c->vlast ? c->vlast : t;
 }
 
 /* The profile's clock at an event whose hook started at timer reading `in`. */
 static inline cprof_ticks clock_at(Clock *c, cprof_ticks in) {
-  cprof_ticks now = in - (cprof_ticks)c->hook_ticks;
+  cprof_ticks now = in - (cprof_ticks)(c->hook_ticks >> CLOCK_FRAC);
   /* An estimate larger than the hook really took would turn the clock back: it never runs
      backwards, the excess is given back instead. */
   if (now < c->vlast) {
-    c->hook_ticks = (double)(in - c->vlast);
+    c->hook_ticks = (int64_t)(in - c->vlast) << CLOCK_FRAC;
     now = c->vlast;
   }
   c->vlast = now;
   return now;
 }
 
-/* The hook that started at `in` ends: its time is kept off the clock. Where the timer allows it
-   (measure_every > 1) most events are charged the running average of their kind's measured
-   durations; every slow event (one that met something new) and every measure_every-th event
-   is measured. */
+/* The hook that started at `in` ends: its time is kept off the clock. Most events are charged
+   the running estimate of their kind (an event in another thread than the last one is of kind
+   HOOK_SWITCH); slow ones (that met something new), one in 64 and the first 256 are measured,
+   and so is every event of an exact timer. */
 static inline void clock_stop(Clock *c, cprof_ticks in, int kind, int slow) {
-  if (slow || (c->events++ & (c->measure_every - 1)) == 0 || c->events < 256) {
-    cprof_ticks d = c->timer.read(c->timer.ud) - in;
-    c->hook_ticks += (double)d;
-    if (!slow) c->hook_estimate[kind] += ((double)d - c->hook_estimate[kind]) / 8;
+  if (slow || c->countdown-- == 0) {
+    int64_t d = (int64_t)(clock_read(c) - in) << CLOCK_FRAC;
+    c->hook_ticks += d;
+    if (!slow) {
+      c->estimate[kind] += (d - c->estimate[kind]) / 8;
+      if (c->warmup) c->warmup--;
+      c->countdown = c->exact || c->warmup ? 0 : CLOCK_MEASURE_MASK;
+    }
   } else {
-    c->hook_ticks += c->hook_estimate[kind];
+    c->hook_ticks += c->estimate[kind];
   }
 }
 

@@ -1,8 +1,10 @@
 /*
  * tables/functions.h — the function table: one entry per distinct function (a Lua function by
- * its chunk name and line defined, a C function by its address) and the addresses it was seen
- * under. A call event costs one probe of the address map (fn_find_key, inline) and, for a Lua
- * function, one comparison of the chunk name; only a new function or address costs more.
+ * its chunk name and line defined, a C function by its address), the chunk names (each distinct
+ * text once), and the keys a call event is resolved by. A key is what the hook can see without
+ * asking Lua: a prototype's address with its chunk-name string object and line (the fast path),
+ * or a chunk name's address and a line (the public path), or a C function. Keys are checked
+ * against reuse of their address (fn_find_key); only a new key costs more than a probe.
  */
 #ifndef CPROF_FUNCTIONS_H
 #define CPROF_FUNCTIONS_H
@@ -17,79 +19,96 @@
 
 enum { KIND_LUA, KIND_MAIN, KIND_C };
 
+/* A distinct chunk-name text, and the file reports show for it. */
+typedef struct Chunk {
+  char *text;
+  size_t len;
+  char *file;
+} Chunk;
+
 typedef struct Entry {
+  Stat s;
   const void *cfunc; /* C: the function; Lua: NULL */
-  int line;          /* Lua: line defined; C: -1 */
+  uint32_t chunk;    /* Lua: its chunk name (FuncTable.chunks); C: IDX_NONE */
+  int line;          /* Lua: line defined (0 for a main chunk); C: -1 */
   int lastline;      /* Lua: last line defined; C: -1 */
-  char *source;      /* Lua: the chunk name: with `line`, the identity of a prototype */
-  size_t srclen;
-  char *file, *name; /* as reported */
+  char *name;        /* NULL until named: from a call site, or once per snapshot (ident.c) */
   uint8_t kind;
   uint8_t internal;  /* a profiler function: left out when it is open at disable() */
-  uint8_t name_tries;/* calls left on which to look for a better name */
-  Stat s;
+  uint8_t name_tries;/* new call sites left on which to look for a call-site name */
+  uint8_t global;    /* `name` is a global name, which a call-site name replaces */
 } Entry;
 
-/* One address under which a function was seen. A chunk loaded twice has two chunk-name
-   strings, so one entry can have several keys; the entry itself is unique by content. */
+/* One key a function was seen under. For a Lua function, `src` is the object that holds the
+   chunk name's text (the fast path's TString, the public path's text pointer): `verify` says it
+   is not kept alive by cprof, so its text must be compared on every lookup. */
 typedef struct Key {
-  const void *ptr;
+  const void *ptr, *src;
   int line;
   uint32_t entry;
+  uint8_t verify;
 } Key;
+
+/* A chunk-name object (TString, or text pointer) and the chunk it holds. */
+typedef struct Source {
+  const void *ptr;
+  uint32_t chunk;
+  uint8_t verify;
+} Source;
 
 typedef struct FuncTable {
   Entry *entries;
   uint32_t nentries, centries;
-  IdxMap by_content;       /* entries by (chunk name, line defined), or by C function */
+  IdxMap by_content;       /* entries by (chunk, line defined), or by C function */
   Key *keys;
   uint32_t nkeys, ckeys;
-  IdxMap by_address;       /* keys by (address, line): the map every call event probes */
+  IdxMap by_key;           /* keys by (address, line) */
+  Chunk *chunks;
+  uint32_t nchunks, cchunks;
+  IdxMap chunk_by_text;
+  Source *srcs;
+  uint32_t nsrcs, csrcs;
+  IdxMap src_by_ptr;
+  size_t text_bytes;       /* chunk names and names, for the memory counters */
+  uint64_t reused;         /* keys found at the address of a dead function, and replaced */
 } FuncTable;
 
 /* Empty tables; -1 when out of memory (F can be freed either way). */
 int fn_init(FuncTable *F);
 void fn_free(FuncTable *F);
 
-/* The entry of a function seen under this address: Lua functions are (chunk name text, line
-   defined) with `source` the chunk name; C functions are (function, -1) with source NULL.
-   IDX_NONE when the address is new. */
-static inline uint32_t fn_find_key(FuncTable *F, const void *ptr, int line, const char *source,
-                                   size_t srclen);
-/* The slow path of a miss: finds the entry by content, or returns IDX_NONE so that the caller
-   names the function and calls fn_add. Records the new address either way. */
-uint32_t fn_find_content(FuncTable *F, const void *ptr, int line, const char *source,
-                         size_t srclen);
-/* Adds an entry and its address; takes ownership of file and name (malloc'd).
-   IDX_NONE when out of memory (file and name are freed). */
-uint32_t fn_add(FuncTable *F, const void *ptr, int line, const char *source, size_t srclen,
-                char *file, char *name, int kind);
+/* The entry a key leads to, or IDX_NONE (a new key, or a reused address: fn_set_key then).
+   `text`, `len`: the chunk name's text, read only for a key whose source must be verified (NULL
+   where the caller cannot give it: the key does not match). */
+uint32_t fn_find_key(const FuncTable *F, const void *ptr, const void *src, int line,
+                     const char *text, size_t len);
+/* Records that key (ptr, src, line) leads to `entry`, replacing a key of a dead function at the
+   same address. -1 when out of memory. */
+int fn_set_key(FuncTable *F, const void *ptr, const void *src, int line, uint8_t verify,
+               uint32_t entry);
 
-/* A function looked up: by address (fn_find_key) or by content (fn_find_content, where `ptr`
-   is NULL for a Lua function). */
-typedef struct FnProbe {
-  const FuncTable *F;
-  const void *ptr;
-  int line;
-  const char *source;
-  size_t srclen;
-} FnProbe;
+/* The chunk whose name is held by object `src`, or IDX_NONE; `text` as for fn_find_key. */
+uint32_t fn_find_source(const FuncTable *F, const void *src, const char *text, size_t len);
+/* The chunk of this text, made on first sight with `file` (copied), and recorded as held by
+   object `src`. IDX_NONE when out of memory. */
+uint32_t fn_chunk(FuncTable *F, const void *src, uint8_t verify, const char *text, size_t len,
+                  const char *file);
 
-static inline int fn_key_matches(const FnProbe *q, uint32_t k) {
-  const Key *key = &q->F->keys[k];
-  if (key->ptr != q->ptr || key->line != q->line) return 0;
-  if (!q->source) return 1;
-  /* The address of a collected chunk's name can be reused by another chunk. */
-  const Entry *e = &q->F->entries[key->entry];
-  return e->srclen == q->srclen && memcmp(e->source, q->source, q->srclen) == 0;
+/* The entry of a Lua function (chunk, line) or of a C function (cfunc; chunk IDX_NONE), or
+   IDX_NONE. */
+uint32_t fn_find_entry(const FuncTable *F, uint32_t chunk, int line, const void *cfunc);
+/* Adds that entry, unnamed. IDX_NONE when out of memory. */
+uint32_t fn_add(FuncTable *F, uint32_t chunk, int line, const void *cfunc, int kind);
+
+/* Names entry e (copied); -1 when out of memory (the name is kept as it was). */
+int fn_set_name(FuncTable *F, uint32_t e, const char *name, int global);
+
+/* The file reports show for entry e. */
+static inline const char *fn_file(const FuncTable *F, const Entry *e) {
+  return e->chunk == IDX_NONE ? "~" : F->chunks[e->chunk].file;
 }
 
-static inline uint32_t fn_find_key(FuncTable *F, const void *ptr, int line, const char *source,
-                                   size_t srclen) {
-  FnProbe q = {F, ptr, line, source, srclen};
-  uint32_t h = hash_ptr_line(ptr, line), k;
-  IDXMAP_FIND(&F->by_address, h, fn_key_matches, &q, k);
-  return k == IDX_NONE ? IDX_NONE : F->keys[k].entry;
-}
+/* Bytes held by the tables. */
+size_t fn_bytes(const FuncTable *F);
 
 #endif

@@ -28,12 +28,13 @@ void prof_free(Profiler *P) {
 int prof_clear(Profiler *P) {
   cprof_timer timer = P->clock.timer;
   uint32_t limit = P->tree.limit;
-  int lines = P->lines.on;
+  int lines = P->lines.on, public_only = P->public_only;
   double bias = P->bias;
   prof_free(P);
   int r = prof_init(P, &timer);
   P->tree.limit = limit;
   P->lines.on = lines;
+  P->public_only = public_only;
   P->bias = bias;
   return r;
 }

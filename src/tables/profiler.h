@@ -31,6 +31,11 @@ typedef struct Profiler {
   int jit_was_on;          /* LuaJIT: the compiler was on before enable() turned it off */
   int enabled;
   int oom;                 /* an allocation failed: events were dropped, the report says so */
+  int fast;                /* the fast path (util/luapriv.h) is trusted while enabled */
+  int public_only;         /* the fast path is forced off (option fast_path = false) */
+  const char *fast_state;  /* "on", "off" (forced), "unavailable" (LuaJIT, an unknown release)
+                              or "fallback" (its self-check disagreed): at the last enable() */
+  const char *fast_why;    /* why it is not on, or NULL */
   uint64_t dropped;
 } Profiler;
 

@@ -24,6 +24,43 @@ static void set_int(lua_State *L, const char *k, uint64_t v) {
   lua_setfield(L, -2, k);
 }
 
+/* A function's name; one that neither a call site nor a global gave is "<anon>", or its address
+   for a C function. */
+static void push_name(lua_State *L, const Entry *e) {
+  if (e->name) lua_pushstring(L, e->name);
+  else if (e->kind == KIND_C) lua_pushfstring(L, "C function %p", e->cfunc);
+  else lua_pushliteral(L, "<anon>");
+}
+
+/* Whether the fast path ran, and why not (docs/SEMANTICS.md): into the table on top. */
+static void set_fast_path(lua_State *L, const Profiler *P) {
+  if (!P->fast_state) return;
+  lua_pushstring(L, P->fast_state);
+  lua_setfield(L, -2, "fast_path");
+  if (P->fast_why) {
+    lua_pushstring(L, P->fast_why);
+    lua_setfield(L, -2, "fast_path_why");
+  }
+}
+
+/* cprof's own memory, by part, and the counts it grows with: the memory specs read it. */
+static void push_core(lua_State *L, const Profiler *P) {
+  size_t fns = fn_bytes(&P->fns), tree = tree_bytes(&P->tree), stacks = stk_bytes(&P->stacks);
+  size_t lines = (size_t)P->lines.crecs * sizeof *P->lines.recs + idxmap_bytes(&P->lines.by_line);
+  lua_createtable(L, 0, 10);
+  set_int(L, "bytes", fns + tree + stacks + lines);
+  set_int(L, "function_bytes", fns);
+  set_int(L, "tree_bytes", tree);
+  set_int(L, "stack_bytes", stacks);
+  set_int(L, "line_bytes", lines);
+  set_int(L, "functions", P->fns.nentries);
+  set_int(L, "edges", P->tree.nedges);
+  set_int(L, "nodes", P->tree.nnodes);
+  set_int(L, "stacks", P->stacks.n);
+  set_int(L, "reused_keys", P->fns.reused);
+  lua_setfield(L, -2, "core");
+}
+
 /* Memory per function: its nodes' numbers summed. Sets alloc_count, alloc_bytes, free_count,
    free_bytes, live_bytes, min_size and max_size on the entries at row[] of the table on top. */
 static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *row) {
@@ -90,7 +127,10 @@ int snap_push_stats(lua_State *L, const Profiler *P) {
     lua_pushboolean(L, 1);
     lua_setfield(L, -2, "memory");
   }
+  set_fast_path(L, P);
   lua_setfield(L, -2, "meta");
+  set_fast_path(L, P);
+  push_core(L, P);
   lua_createtable(L, (int)P->fns.nentries, 0);
   uint32_t n = 0;
   for (uint32_t i = 0; i < P->fns.nentries; i++) {
@@ -99,11 +139,11 @@ int snap_push_stats(lua_State *L, const Profiler *P) {
     if (e->s.calls == 0) continue;  /* as cProfile: a function still running has no row */
     row[i] = ++n;
     lua_createtable(L, 0, 10);
-    lua_pushstring(L, e->file);
+    lua_pushstring(L, fn_file(&P->fns, e));
     lua_setfield(L, -2, "file");
     lua_pushinteger(L, e->kind == KIND_C ? 0 : e->line);
     lua_setfield(L, -2, "line");
-    lua_pushstring(L, e->name);
+    push_name(L, e);
     lua_setfield(L, -2, "name");
     lua_pushstring(L, KIND_NAMES[e->kind]);
     lua_setfield(L, -2, "what");
@@ -198,10 +238,10 @@ static void push_frames(lua_State *L, const Profiler *P) {
       const Entry *e = &P->fns.entries[i];
       switch (c) {
         case 0: lua_pushstring(L, KIND_NAMES[e->kind]); break;
-        case 1: lua_pushstring(L, e->file); break;
+        case 1: lua_pushstring(L, fn_file(&P->fns, e)); break;
         case 2: lua_pushinteger(L, e->kind == KIND_C ? 0 : e->line); break;
         case 3: lua_pushinteger(L, e->lastline); break;
-        default: lua_pushstring(L, e->name); break;
+        default: push_name(L, e); break;
       }
       lua_rawseti(L, -2, (int)i + 1);
     }
@@ -239,6 +279,7 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
     lua_pushinteger(L, (lua_Integer)P->mem.lost);
     lua_setfield(L, -2, "memory_lost");
   }
+  set_fast_path(L, P);
   lua_setfield(L, -2, "meta");
 }
 

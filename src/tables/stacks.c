@@ -1,5 +1,5 @@
 /* Shadow stacks (tables/stacks.h). A stack is made on a thread's first event and freed when the
-   thread is known dead; frames grow by doubling. */
+   thread is known dead; frames grow by doubling from a few. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -8,10 +8,10 @@
 #include "util/fault.h"
 #include "util/hash.h"
 
+enum { FIRST_FRAMES = 4 };
+
 int stk_init(Stacks *S) {
   memset(S, 0, sizeof *S);
-  S->next_id = 1;
-  S->sweep_at = 64;
   return idxmap_init(&S->by_thread, 16);
 }
 
@@ -29,21 +29,23 @@ void stk_free(Stacks *S) {
 
 typedef struct StackProbe {
   const Stacks *S;
-  lua_State *L;
+  const lua_State *L;
 } StackProbe;
 
 static int stack_matches(const StackProbe *q, uint32_t i) { return q->S->all[i]->L == q->L; }
 
-static uint32_t find_index(const Stacks *S, lua_State *L) {
+static uint32_t find_index(const Stacks *S, const lua_State *L) {
   StackProbe q = {S, L};
   uint32_t i;
   IDXMAP_FIND(&S->by_thread, hash_ptr_line(L, 0), stack_matches, &q, i);
   return i;
 }
 
-Stack *stk_find(Stacks *S, lua_State *L) {
+Stack *stk_find_slow(Stacks *S, const lua_State *L) {
   uint32_t i = find_index(S, L);
-  return i == IDX_NONE ? NULL : S->all[i];
+  if (i == IDX_NONE) return NULL;
+  *stk_recent(S, L) = S->all[i];
+  return S->all[i];
 }
 
 Stack *stk_new(Stacks *S, struct Profiler *P, lua_State *L) {
@@ -51,7 +53,6 @@ Stack *stk_new(Stacks *S, struct Profiler *P, lua_State *L) {
   if (!st) return NULL;
   st->P = P;
   st->L = L;
-  st->id = S->next_id++;
   if (array_reserve((void **)&S->all, &S->cap, sizeof *S->all, S->n, 16) ||
       idxmap_put(&S->by_thread, hash_ptr_line(L, 0), S->n)) {
     free(st);
@@ -67,14 +68,25 @@ void stk_drop(Stacks *S, Stack *st) {
   idxmap_remove_record(&S->by_thread, S->all, sizeof *S->all, &S->n, i, hash_ptr_line(st->L, 0),
                        hash_ptr_line(S->all[S->n - 1]->L, 0));
   if (S->cur == st) S->cur = NULL;
+  if (S->main == st) S->main = NULL;
+  if (*stk_recent(S, st->L) == st) *stk_recent(S, st->L) = NULL;
+  S->frame_bytes -= (size_t)st->cap * sizeof *st->f;
   free_stack(st);
 }
 
-int stk_grow(Stack *st) {
-  return array_reserve((void **)&st->f, &st->cap, sizeof *st->f, st->n, 64);
+int stk_grow(Stacks *S, Stack *st) {
+  uint32_t cap = st->cap;
+  if (array_reserve((void **)&st->f, &st->cap, sizeof *st->f, st->n, FIRST_FRAMES)) return -1;
+  S->frame_bytes += (size_t)(st->cap - cap) * sizeof *st->f;
+  return 0;
 }
 
 uint32_t stk_running_node(void *S) {
   const Stack *st = ((Stacks *)S)->cur;
   return st && st->n > 0 ? st->f[st->n - 1].node : IDX_NONE;
+}
+
+size_t stk_bytes(const Stacks *S) {
+  return (size_t)S->n * sizeof(Stack) + (size_t)S->cap * sizeof *S->all +
+         idxmap_bytes(&S->by_thread) + S->frame_bytes;
 }

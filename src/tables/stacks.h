@@ -1,7 +1,8 @@
 /*
  * tables/stacks.h — the shadow stacks: one per Lua thread (coroutine) the profile has seen, each
  * an array of the frames that are open in it. A call or return touches only the top frame; a
- * stack is found by its thread with one probe, and only when the thread changes.
+ * stack is found by its thread with one probe, and only when the thread changes. A stack starts
+ * with room for a few frames and doubles.
  */
 #ifndef CPROF_STACKS_H
 #define CPROF_STACKS_H
@@ -13,13 +14,19 @@
 #include "cprof.h"
 #include "util/idxmap.h"
 
+/* Marks of the lowest frame of its function, edge or node in its stack (stat.h). */
+enum { FIRST_FN = 1, FIRST_EDGE = 2, FIRST_NODE = 4 };
+
 typedef struct Frame {
   const void *ci;          /* identity of the Lua activation (lua_Debug.i_ci) */
+  cprof_ticks t0, subt;    /* start, in its stack's own time (Stack.away); time in callees */
+  uint32_t link;           /* the call's link (calltree.h), and what it leads to: */
   uint32_t entry, edge;    /* edge is IDX_NONE for a root */
   uint32_t node;
   uint32_t line;           /* the LineRec of the line running in this frame, or IDX_NONE */
-  cprof_ticks t0, subt;    /* start; time spent in callees */
-  cprof_ticks line_t0;     /* when that line started */
+  cprof_ticks line_t0;     /* when that line started, in its stack's own time */
+  uint32_t prev_first;     /* 1 + the index of the next marked frame below, or 0 */
+  uint8_t first;           /* FIRST_* marks */
 } Frame;
 
 struct Profiler;
@@ -27,29 +34,32 @@ struct Profiler;
 typedef struct Stack {
   struct Profiler *P;
   lua_State *L;
-  uint64_t id;             /* never reused: tells this stack from a dead thread's at its address */
   Frame *f;
   uint32_t n, cap;
+  uint32_t first_head;     /* 1 + the index of the highest marked frame, or 0 */
   struct Stack *resumer;   /* the stack that resumed this coroutine, while it runs */
   cprof_ticks switch_in;   /* when control last passed into this coroutine */
   cprof_ticks last;        /* the time of its latest event: when control left it, from inside */
   cprof_ticks suspended_at;
-  int suspended;           /* yielded: its frames are out of the recursion levels, their clocks
-                              stopped */
-  int seen;                /* marked by a sweep: the thread is still alive */
-  int ci_pending;          /* LuaJIT: the top frame's activation id is provisional (COMPAT_CI) */
+  cprof_ticks away;        /* time spent suspended: the stack's own time is the clock less this,
+                              so a switch never touches the frames' times */
+  uint8_t suspended;       /* yielded: its marked records are out of `active`, its clock stopped */
+  uint8_t ci_pending;      /* LuaJIT: the top frame's activation id is provisional (COMPAT_CI) */
   /* The hook the program had on this thread, called for the events it asked for. */
   lua_Hook prev_hook;
   int prev_mask, prev_count;
 } Stack;
 
+enum { STACK_RECENT = 16 };
+
 typedef struct Stacks {
   Stack **all;
   uint32_t n, cap;
   IdxMap by_thread;        /* stacks by their thread */
-  uint32_t sweep_at;       /* sweep dead coroutines' stacks when n reaches this */
-  uint64_t next_id;
+  Stack *recent[STACK_RECENT];  /* the stacks of recent switches, by their thread's address */
   Stack *cur;              /* the stack of the last event */
+  Stack *main;             /* the main thread's, while enabled */
+  size_t frame_bytes;      /* of all stacks' frame arrays, for the memory counters */
 } Stacks;
 
 /* No stacks; -1 when out of memory (S can be freed). */
@@ -58,16 +68,29 @@ int stk_init(Stacks *S);
 void stk_free(Stacks *S);
 
 /* The stack of thread L, or NULL. */
-Stack *stk_find(Stacks *S, lua_State *L);
+Stack *stk_find_slow(Stacks *S, const lua_State *L);
+
+/* Coroutines switch among a few threads: most switches find the stack in `recent`. */
+static inline Stack **stk_recent(Stacks *S, const lua_State *L) {
+  return &S->recent[((uintptr_t)L >> 6) & (STACK_RECENT - 1)];
+}
+
+static inline Stack *stk_find(Stacks *S, const lua_State *L) {
+  Stack *st = *stk_recent(S, L);
+  return st && st->L == L ? st : stk_find_slow(S, L);
+}
 /* A new, empty stack for thread L, owned by profiler P; NULL when out of memory. */
 Stack *stk_new(Stacks *S, struct Profiler *P, lua_State *L);
 /* Frees st (its frames must be closed or forgotten). */
 void stk_drop(Stacks *S, Stack *st);
 /* Doubles st's room for frames; -1 when out of memory. */
-int stk_grow(Stack *st);
+int stk_grow(Stacks *S, Stack *st);
 
 /* The call-tree node of the frame running now (the top of the current stack), or IDX_NONE:
    what memory attribution charges an allocation to. `S` is a Stacks. */
 uint32_t stk_running_node(void *S);
+
+/* Bytes held by the stacks. */
+size_t stk_bytes(const Stacks *S);
 
 #endif

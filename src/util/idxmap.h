@@ -33,6 +33,11 @@ void idxmap_del(IdxMap *m, uint32_t hash, uint32_t idx);
 void idxmap_remove_record(IdxMap *m, void *arr, size_t size, uint32_t *n, uint32_t i,
                           uint32_t hash_i, uint32_t hash_last);
 
+/* Bytes of the map's slots (the memory counters). */
+static inline size_t idxmap_bytes(const IdxMap *m) {
+  return m->slots ? ((size_t)m->mask + 1) * sizeof *m->slots : 0;
+}
+
 /* Probes for a record equal to the key; `eq(ctx, idx)` compares record idx with the key. */
 #define IDXMAP_FIND(m, h, eq, ctx, out)                                   \
   do {                                                                   \

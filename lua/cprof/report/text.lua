@@ -84,6 +84,10 @@ local function print_warnings(st, out)
                 " counted in their caller's node\n\n", int_str(meta.tree_cap or 0),
                 M.count(meta.tree_folded, "call was", "calls were")))
   end
+  if meta.fast_path == "fallback" then
+    out(sformat("   cprof: the fast path was not used: %s; every call was resolved through Lua's" ..
+                " public API\n\n", tostring(meta.fast_path_why)))
+  end
   if type(meta.bias_clamped) == "number" and meta.bias_clamped > 0 then
     out(sformat("   cprof: %s went below zero after subtracting the bias (%s s per event)" ..
                 " and %s shown as 0\n\n", M.count(meta.bias_clamped, "time", "times"),
