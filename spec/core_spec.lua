@@ -76,6 +76,11 @@ describe("call counts", function()
       return
     end
     local function deep(k) if k == 0 then return 0 end return 1 + deep(k - 1) end
+    if not pcall(deep, 100000) then
+      pending("this Lua holds fewer than 100 000 Lua frames, profiled or not "
+        .. "(5.4.0 and 5.4.1 count them against the C stack's limit)")
+      return
+    end
     local st = profile(deep, 100000)
     local e = S.entry_of(st, deep)
     assert.are.same({ 100001, 1 }, { e.ncalls, e.pcalls })
