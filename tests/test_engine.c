@@ -57,7 +57,7 @@ static void call(Profiler *P, Stack *st, int ci, int parent, uint32_t e, cprof_t
 
 static void ret(Profiler *P, Stack *st, int ci, cprof_ticks now) {
   in(P, st, now);
-  eng_return(P, st, CI(ci), now);
+  eng_return(P, st, CI(ci), now, P->tracing);
 }
 
 static void expect(const Stat *s, const char *what, uint64_t ncalls, uint64_t pcalls,
