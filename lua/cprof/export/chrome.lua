@@ -80,7 +80,7 @@ local function trace_columns(m)
     if type(T[c]) ~= "table" then fail("the trace has no %s column", c) end
     cols[c] = T[c]
   end
-  local last = {}
+  local last, nodes = {}, m.origin and m.origin.n or m.n
   for i = 1, n do
     local ev, th, node, t = cols.event[i], cols.thread[i], cols.node[i], cols.time[i]
     if ev ~= 0 and ev ~= 1 then
@@ -89,8 +89,8 @@ local function trace_columns(m)
     if type(th) ~= "number" or th < 1 or th % 1 ~= 0 then
       fail("the trace's event %d is in thread %s, not a thread number", i, tostring(th))
     end
-    if type(node) ~= "number" or node < 1 or node > m.n or node % 1 ~= 0 then
-      fail("the trace's event %d is of node %s, not one of the %d nodes", i, tostring(node), m.n)
+    if type(node) ~= "number" or node < 1 or node > nodes or node % 1 ~= 0 then
+      fail("the trace's event %d is of node %s, not one of the %d nodes", i, tostring(node), nodes)
     end
     if type(t) ~= "number" or t ~= t or (last[th] and t < last[th]) then
       fail("the trace's event %d has time %s, before its thread's previous event", i,
