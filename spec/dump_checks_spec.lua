@@ -321,6 +321,20 @@ describe("dump checks", function()
       assert.are.equal(0, accepted)
     end)
 
+    it("version 2 with a trace section: every truncation and every corruption is refused", function()
+      local path = dir .. "/traced.prof"
+      local p = require("cprof").Profile({ trace = true, trace_size = 40 })
+      local function f(n) if n > 0 then return f(n - 1) end end
+      p:enable(); f(30); p:disable()
+      p:dump_stats(path)
+      assert.is_true(core.read_dump(path).trace.n > 0)
+      local accepted = sweep(read_file(path), "in.prof", function(q)
+        core.read_dump(q)
+        error("accepted", 0)
+      end, 23)
+      assert.are.equal(0, accepted)
+    end)
+
     it("version 1 (no checksums): what is accepted goes through everything without an internal error", function()
       local accepted = sweep(read_file(V1_SAMPLE), "in.prof", function(p) exercise(p, dir) end, 42)
       assert.is_true(accepted > 0)
