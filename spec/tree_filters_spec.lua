@@ -93,6 +93,20 @@ describe("--focus", function()
   end)
 end)
 
+describe("Stats:print_tree", function()
+  it("prints the tree report with focus and hide", function()
+    local out = {}
+    local st = require("cprof.stats").new(known(), { stream = { write = function(self, s)
+      out[#out + 1] = s
+      return self
+    end } })
+    assert.equal(st, st:print_tree({ hide = "%(h%)", min_percent = 0 }))
+    local text = (table.concat(out):gsub("[^ ]-:%d+%((%w+)%)", "%1"))
+    assert.matches("\n   15%.000000  100%.0%%    6%.000000             1  main\n", text)
+    assert.matches("\n5 of 5 nodes shown\n", text)
+  end)
+end)
+
 describe("cprof-stats --focus/--hide", function()
   local dir = S.new_dir()
   local path = dir .. "/known.prof"
