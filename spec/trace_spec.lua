@@ -176,6 +176,38 @@ describe("Profile{trace = true}", function()
     assert.equal(64, d.meta.trace_size)
   end)
 
+  it("starts only with its ring, and stays balanced when memory runs out at any point", function()
+    local p = cprof.Profile({ trace = true, trace_size = 100 })
+    core.fail_allocations(0)
+    local ok, err = pcall(p.enable, p)
+    core.fail_allocations(-1)
+    assert.is_false(ok)
+    assert.matches("^cprof: out of memory %(the trace's ring of trace_size events%)$", err)
+    assert.is_false(core.hooked())
+    p:enable(); fib(2); p:disable()
+    assert.equal(2 * fib_calls(2), p:snapshot().trace.n)
+    local dropped = 0
+    for n = 0, 300 do
+      local q = cprof.Profile({ trace = true })
+      core.fail_allocations(n)
+      local started = pcall(q.runcall, q, tangle)
+      core.fail_allocations(-1)
+      if started then
+        local d = q:snapshot()
+        local calls, left, orphans = replay(d)
+        assert.equal(0, left, "allocation " .. n)
+        assert.same({}, orphans)
+        if d.meta.dropped > 0 then
+          dropped = dropped + 1
+        else
+          for f = 1, d.frames.n do assert.equal(d.frames.ncalls[f], calls[f] or 0) end
+          break
+        end
+      end
+    end
+    assert.is_true(dropped > 0, "some runs ran out of memory")
+  end)
+
   it("refuses bad options", function()
     local function err(opts)
       local ok, e = pcall(cprof.Profile, opts)
@@ -290,5 +322,12 @@ describe("the chrome export of a trace", function()
     ok, err = pcall(chrome_of, d2)
     assert.is_false(ok)
     assert.matches("the trace's event 2 has time %-1, before its thread's previous event", err)
+    local _, d3 = traced(function() fib(2) end)
+    local last = d3.trace.n
+    d3.trace.node[last] = d3.trace.node[last - 1]
+    ok, err = pcall(chrome_of, d3)
+    assert.is_false(ok)
+    assert.matches(("the trace's event %d returns from node %d but node %d is the one open in"
+      .. " thread 1"):format(last, d3.trace.node[last - 1], d3.trace.node[1]), err)
   end)
 end)

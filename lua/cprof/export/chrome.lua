@@ -109,23 +109,25 @@ local function write_trace(m, sink, keep)
   local event, thread, node, time = cols.event, cols.thread, cols.node, cols.time
   local frame = m.frame
   -- First pass: per thread, the returns whose calls were overwritten (outermost last), the
-  -- frames still open at the end, and the first and last times.
-  local open, before, first_t, last_t, tids = {}, {}, {}, 0, {}
+  -- frames still open at the end, its first time and first frame; and the last time.  Nodes
+  -- are the data's own (m.origin's), so that a message names the node of the file.
+  local open, before, first_t, first_k, last_t, tids = {}, {}, {}, {}, 0, {}
   for i = 1, n do
-    local th, k = thread[i], keep[node[i]]
-    if k then
-      if not open[th] then
-        open[th], before[th], first_t[th] = {}, {}, time[i]
+    local th, x = thread[i], node[i]
+    if keep[x] then
+      local st = open[th]
+      if not st then
+        st = {}
+        open[th], before[th], first_t[th], first_k[th] = st, {}, time[i], keep[x]
         tids[#tids + 1] = th
       end
-      local st = open[th]
       if event[i] == 0 then
-        st[#st + 1] = k
+        st[#st + 1] = x
       elseif #st == 0 then
-        before[th][#before[th] + 1] = k
-      elseif st[#st] ~= k then
+        before[th][#before[th] + 1] = x
+      elseif st[#st] ~= x then
         fail("the trace's event %d returns from node %d but node %d is the one open in thread %d",
-          i, node[i], st[#st], th)
+          i, x, st[#st], th)
       else
         st[#st] = nil
       end
@@ -135,37 +137,32 @@ local function write_trace(m, sink, keep)
   table.sort(tids)
   local B, E = heads(m, "B"), heads(m, "E")
   local w = export.buffer(sink)
-  local function put(head, th, t)
-    w.put("," .. head .. sformat(',"tid":%d,"ts":%.3f}', th, t * 1e6))
+  local function put(head, x, th, t)
+    w.put("," .. head[frame[keep[x]]] .. sformat(',"tid":%d,"ts":%.3f}', th, t * 1e6))
   end
   process_name(w, "cprof: trace", command_of(m))
   for _, th in ipairs(tids) do
     local b = before[th]
-    local body = #b > 0 and b[#b]
-    if not body then
-      for i = 1, n do
-        if thread[i] == th and keep[node[i]] then body = keep[node[i]] break end
-      end
-    end
+    local body = #b > 0 and keep[b[#b]] or first_k[th]
     thread_name(w, th, th == 1 and "main" or sformat("coroutine %d %s", th, m:name(frame[body])))
   end
   local calls = 0
   for _, th in ipairs(tids) do
     local b = before[th]
-    for j = #b, 1, -1 do put(B[frame[b[j]]], th, first_t[th]) end
+    for j = #b, 1, -1 do put(B, b[j], th, first_t[th]) end
     calls = calls + #b
   end
   for i = 1, n do
-    local k = keep[node[i]]
-    if k then
+    local x = node[i]
+    if keep[x] then
       local ev = event[i]
-      put((ev == 0 and B or E)[frame[k]], thread[i], time[i])
+      put(ev == 0 and B or E, x, thread[i], time[i])
       calls = calls + 1 - ev
     end
   end
   for _, th in ipairs(tids) do
     local st = open[th]
-    for j = #st, 1, -1 do put(E[frame[st[j]]], th, last_t) end
+    for j = #st, 1, -1 do put(E, st[j], th, last_t) end
   end
   w.put('],"displayTimeUnit":"ms","otherData":{"exporter":"cprof","cprof":"trace"'
     .. ',"command":' .. encode(command_of(m))
