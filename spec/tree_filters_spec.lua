@@ -55,6 +55,10 @@ describe("--hide", function()
       folded(d, { hide = { "%(h%)" }, weight = "calls" }))
   end)
 
+  it("says so in the flame graph's subtitle", function()
+    assert.matches("hidden: %%%(h%%%), nothing", export_text("svg", d, { hide = { "%(h%)", "nothing" } }))
+  end)
+
   it("in the tree report: the same numbers, the total unchanged", function()
     local text = tree_text(d, { hide = { "%(h%)" } })
     assert.matches("15%.000000 seconds, 6 calls\nhidden: %%%(h%%%)\n", text)
