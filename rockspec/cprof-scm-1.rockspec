@@ -118,6 +118,7 @@ build = {
             "src/tables/profiler.c",
             "src/tables/snapshot.c",
             "src/tables/stacks.c",
+            "src/tables/trace.c",
             "src/util/array.c",
             "src/util/fault.c",
             "src/util/idxmap.c",

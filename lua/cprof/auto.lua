@@ -11,6 +11,7 @@
 --- CPROF_CALIBRATE: 1 measures the bias per event before the script starts (Profile:calibrate).
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 --- CPROF_LINES: 1 records line events too (hits and time per source line: cprof-stats --lines).
+--- CPROF_TRACE: 1 records the time line too (Profile{trace = true}: cprof-stats --export chrome).
 --- CPROF_PID: set by cprof.auto to the process that started profiling; a process started by
 ---   it (a program that runs itself again inherits `-l cprof.auto`) is profiled too, and
 ---   writes its dump to CPROF_OUT with its process id added (".%p") unless the name has %p.
@@ -52,15 +53,16 @@ local function flag(name)
 end
 
 -- CPROF_TIMER names the timer; one that cannot be had is reported and the default is used.
--- CPROF_LINES=1 adds line events.
+-- CPROF_LINES=1 adds line events, CPROF_TRACE=1 the time line.
 local function new_profile()
   local lines = getenv("CPROF_LINES") == "1" or nil
+  local trace = getenv("CPROF_TRACE") == "1" or nil
   local name = getenv("CPROF_TIMER")
-  if name == nil or name == "" then return cprof.Profile { lines = lines } end
-  local ok, p = pcall(cprof.Profile, { timer = name, lines = lines })
+  if name == nil or name == "" then return cprof.Profile { lines = lines, trace = trace } end
+  local ok, p = pcall(cprof.Profile, { timer = name, lines = lines, trace = trace })
   if ok then return p end
   say("CPROF_TIMER: " .. tostring(p):gsub("^cprof: ", "") .. "; using the default timer")
-  return cprof.Profile { lines = lines }
+  return cprof.Profile { lines = lines, trace = trace }
 end
 
 local prof = new_profile()

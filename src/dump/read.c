@@ -62,7 +62,7 @@ typedef struct Cur {
 
 static const char *const SECTION_NAMES[DUMP_SEC_LAST_KNOWN + 1] = {
   "?", "schema", "strings", "frames", "edges", "nodes", "meta", "lines", "mem_caches",
-  "mem_types", "mem_arenas", "mem_free_lists"};
+  "mem_types", "mem_arenas", "mem_free_lists", "trace"};
 
 static void rerr(Reader *R, const char *fmt, ...) {
   va_list ap;
