@@ -1,7 +1,7 @@
 -- bench/accuracy.lua -- how close are cprof's times to the program's real ones?
 --
 --   make bench
---   eval "$(make -s env)"; lua5.4 bench/accuracy.lua [--quick] [--rounds=41] [--target=0.003]
+--   eval "$(make -s env)"; lua5.4 bench/accuracy.lua [--quick] [--rounds=41] [--target=0.0002]
 --        [--calibrations=5] [--only=fib,split] [--timer=tsc]
 --
 -- The workloads of bench/overhead.lua (fib, methods, strings, coro; bench/lib/workloads.lua)
@@ -31,14 +31,14 @@ local unpack = table.unpack or unpack
 
 local GOAL, BIAS_GOAL = 0.10, 0.20
 
-local defaults = { rounds = 41, target = 0.003, calibrations = 5, reps = 1 }
-local quick = { rounds = 15, target = 0.002, calibrations = 3, reps = 1 }
+local defaults = { rounds = 101, target = 0.0002, calibrations = 5, reps = 1 }
+local quick = { rounds = 41, target = 0.0002, calibrations = 3, reps = 1 }
 
 local usage = W.usage("accuracy.lua", [[
 usage: lua bench/accuracy.lua [options]
   --quick             fewer rounds and calibrations (~10 s instead of ~40 s)
-  --rounds=N          profiled and unprofiled runs of each workload, interleaved (41)
-  --target=SECONDS    size each workload so that one unprofiled run takes this (0.003)
+  --rounds=N          profiled and unprofiled runs of each workload, interleaved (101)
+  --target=SECONDS    size each workload so that one unprofiled run takes this (0.0002)
   --calibrations=N    p:calibrate() runs, for the spread of the bias (5)
   --only=a,b          workloads: fib,methods,strings,coro,split,mixed (all)
   --timer=NAME        the timer (cprof's default)
@@ -148,20 +148,31 @@ local function total(d)
   return s
 end
 
--- Size n of fn(n) that takes about opts.target unprofiled (by CPU time, the median of 3).
-local function size_for(fn)
-  local n = 16
-  while true do
-    local t = {}
-    for r = 1, 3 do
-      local c0 = cpu_clock()
-      fn(n)
-      t[r] = cpu_clock() - c0
-    end
-    local tm = median(t)
-    if tm >= opts.target or n > 1e8 then return n end
-    n = math.floor(n * math.min(math.max(1.2 * opts.target / math.max(tm, 1e-6), 1.3), 16))
+-- CPU seconds of fn(n), the median of 3.
+local function cost(fn, n)
+  local t = {}
+  for r = 1, 3 do
+    local c0 = cpu_clock()
+    fn(n)
+    t[r] = cpu_clock() - c0
   end
+  return median(t)
+end
+
+-- A size n of fn(n) that takes about opts.target unprofiled: runs short enough that another
+-- process rarely interrupts one. resize(n, f) is a size f times as long.
+local function size_for(fn, n, resize)
+  n = n or 16
+  resize = resize or function(x, f) return math.max(1, math.floor(x * f + 0.5)) end
+  for _ = 1, 40 do
+    local t = cost(fn, n)
+    if t >= opts.target / 1.5 and t <= opts.target * 1.5 then break end
+    local f = math.min(math.max(opts.target / math.max(t, 1e-6), 1 / 16), 16)
+    local next_n = resize(n, f)
+    if next_n == n then break end
+    n = next_n
+  end
+  return n
 end
 
 -- Rounds of fn(...) profiled (a fresh profile each round, no bias) and unprofiled, interleaved.
@@ -251,11 +262,7 @@ header = string.format(fmtt, "workload", "size", "events", "real ms", "uncal", "
 print(header)
 print(string.rep("-", #header))
 for _, w in ipairs(W.select(want)) do
-  local size = W.calibrate(w, function(fn)
-    local c0 = cpu_clock()
-    fn()
-    return cpu_clock() - c0
-  end, opts.target)
+  local size = size_for(function(n) w.make(n)() end, w.size, w.resize)
   local fn = w.make(size)
   local real, raw, cal = rounds(fn, {}, total, model)
   local base = median(real)

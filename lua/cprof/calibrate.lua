@@ -24,23 +24,30 @@ local core = require("cprof.version").core()
 local M = {}
 
 --- Measurements of each kind, half of them profiled.
-M.ROUNDS = 51
+M.ROUNDS = 101
+--- Rounds run first and not kept.
+M.WARMUP = 10
+--- Blocks of measurements of every kind: a block that a busy neighbour slowed as a whole (every
+--- kind then measures about twice its cost, with a narrow interval) is outvoted.
+M.BLOCKS = 5
 --- Calls of each kind by default, and at most.
-M.DEFAULT_CALLS, M.MAX_CALLS = 500000, 10000000
+M.DEFAULT_CALLS, M.MAX_CALLS = 200000, 10000000
 local Z95 = 1.959964
 
 -- The workloads: the same loop shape for every kind, so they differ by the events alone.
 local nop_c = core.hooked -- a cheap C function, not one of cprof's methods (which no hook sees)
 local function nop() end
 local resume, yield, create = coroutine.resume, coroutine.yield, coroutine.create
-local function yielder() while true do yield() end end
+local function yielder(m) for _ = 1, m do yield() end end
 
 local WORK = {
   lua_call = function(m) for _ = 1, m do nop() end end,
   c_call = function(m) for _ = 1, m do nop_c() end end,
+  -- the coroutine ends: one left suspended would keep cprof's hook, and later profiles would
+  -- find it among their threads
   switch = function(m)
     local co = create(yielder)
-    for _ = 1, m do resume(co) end
+    for _ = 0, m do resume(co, m) end
   end,
   line = function(m)
     local x = 0
@@ -80,20 +87,21 @@ end
 local function sample(clock, q, work, m)
   local raw_snapshot, now = core.methods.snapshot, core.methods.now
   local prof, plain, counts = {}, {}, nil
-  work(m) -- warm up
-  for r = 1, M.ROUNDS do
+  -- the first rounds of a process run slower (caches, the allocator, the hook's first events):
+  -- WARMUP rounds are not kept
+  for r = 1 - M.WARMUP, M.ROUNDS do
     for pass = 1, 2 do
       if (pass == 1) == (r % 2 == 1) then
         local t0 = now(clock)
         work(m)
-        plain[#plain + 1] = now(clock) - t0
+        if r > 0 then plain[#plain + 1] = now(clock) - t0 end
       else
         q:clear()
         q:runcall(work, m)
         local d = raw_snapshot(q)
         local i = frame_of(d, work)
         if not i then error("cprof: calibrate: the profile missed the workload", 0) end
-        prof[#prof + 1] = d.frames.cumtime[i]
+        if r > 0 then prof[#prof + 1] = d.frames.cumtime[i] end
         if not counts then
           local c = bias.counts(d)
           counts = {}
@@ -105,13 +113,10 @@ local function sample(clock, q, work, m)
   return prof, plain, counts
 end
 
---- measure(p, n): the model of profile p's timer, each kind measured over about n calls:
---- { lua_call, c_call, switch, line = seconds, err = { kind = seconds }, confidence = 0.95 }.
---- A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a built-in that
---- calls no hook) is 0 with no uncertainty.
-function M.measure(p, n)
-  local m = math.max(1, math.ceil(n / M.ROUNDS))
-  local model = { err = {}, confidence = 0.95, source = "calibrate" }
+-- One block: every kind measured once, each on a fresh profile; the kinds measured before
+-- account for their events in the workloads after them.
+local function block(p, m)
+  local model = { err = {} }
   for _, kind in ipairs(bias.KINDS) do
     local q = p:sibling(kind == "line")
     q:bias(0)
@@ -133,6 +138,32 @@ function M.measure(p, n)
     else
       model[kind], model.err[kind] = 0, 0
     end
+  end
+  return model
+end
+
+local function median(t)
+  local s = {}
+  for i, v in ipairs(t) do s[i] = v end
+  table.sort(s)
+  local n = #s
+  return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+--- measure(p, n): the model of profile p's timer, each kind measured over about n calls in each
+--- of BLOCKS blocks: { lua_call, c_call, switch, line = seconds, err = { kind = seconds },
+--- confidence = 0.95 }: per kind, the median of the blocks' estimates, with the median of their
+--- uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
+--- built-in that calls no hook) is 0 with no uncertainty.
+function M.measure(p, n)
+  local m = math.max(1, math.ceil(n / M.ROUNDS))
+  local blocks = {}
+  for b = 1, M.BLOCKS do blocks[b] = block(p, m) end
+  local model = { err = {}, confidence = 0.95, source = "calibrate" }
+  for _, kind in ipairs(bias.KINDS) do
+    local est, err = {}, {}
+    for b, bm in ipairs(blocks) do est[b], err[b] = bm[kind], bm.err[kind] end
+    model[kind], model.err[kind] = median(est), median(err)
   end
   return model
 end
