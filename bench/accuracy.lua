@@ -175,10 +175,15 @@ local function size_for(fn, n, resize)
   return n
 end
 
--- Rounds of fn(...) profiled (a fresh profile each round, no bias) and unprofiled, interleaved.
+-- Rounds of fn(...) profiled (a fresh profile each round, no bias) and unprofiled, interleaved,
+-- and of each extra[i](), unprofiled (the parts of a split alone), in the same rounds.
 -- measure(d) gives what is compared from a profile's data; returns the unprofiled times and,
--- per round, measure(raw data) and measure(data with `model` subtracted).
-local function rounds(fn, args, measure, model)
+-- per round, measure(raw data) and measure(data with `model` subtracted), and the times of the
+-- extras.
+local function rounds(fn, args, measure, model, extra)
+  extra = extra or {}
+  local alone = {}
+  for i = 1, #extra do alone[i] = {} end
   local real, raw, cal = {}, {}, {}
   local q = cprof.Profile { timer = timer, bias = 0 }
   fn(unpack(args)) -- warm up
@@ -186,6 +191,7 @@ local function rounds(fn, args, measure, model)
     for pass = 1, 2 do
       if (pass == 1) == (r % 2 == 1) then
         real[#real + 1] = plain(fn, unpack(args))
+        for i, x in ipairs(extra) do alone[i][#alone[i] + 1] = plain(x) end
       else
         q:clear()
         q:runcall(fn, unpack(args))
@@ -195,7 +201,7 @@ local function rounds(fn, args, measure, model)
       end
     end
   end
-  return real, raw, cal
+  return real, raw, cal, alone
 end
 
 local function pct(x)
@@ -280,19 +286,15 @@ for _, s in ipairs(SPLITS) do
     local p1, p2 = s.parts[1], s.parts[2]
     local k = size_for(function(n) p1.fn(n) end)
     local m = size_for(function(n) p2.fn(n) end)
-    -- the parts alone, interleaved with each other, then the profiled root
-    local alone = { {}, {} }
-    for r = 1, opts.rounds do
-      alone[1][r] = plain(s.root, k, 0)
-      alone[2][r] = plain(s.root, 0, m)
-    end
-    local truth = { median(alone[1]), median(alone[2]) }
     local function shares(d)
       local a, b = frame_of(d, p1.fn), frame_of(d, p2.fn)
       local ca, cb = d.frames.cumtime[a], d.frames.cumtime[b]
       return { ca, cb, ca / (ca + cb) }
     end
-    local real, raw, cal = rounds(s.root, { k, m }, shares, model)
+    -- the parts alone run in the same rounds as the profiled root
+    local real, raw, cal, alone = rounds(s.root, { k, m }, shares, model, {
+      function() return s.root(k, 0) end, function() return s.root(0, m) end })
+    local truth = { median(alone[1]), median(alone[2]) }
     local rt = calibrate.shift((function()
       local t = {}
       for i, v in ipairs(raw) do t[i] = v[1] + v[2] end
