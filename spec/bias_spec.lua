@@ -322,6 +322,31 @@ describe("the kept calibration", function()
     assert.matches("unknown key 'whatever'", err)
   end)
 
+  it("says why it cannot be written, naming the file", function()
+    local path = dir .. "/file/calibration.txt"
+    S.write_file(dir .. "/file", "a file, not a folder")
+    local ok, err = calibrate.save(M, path)
+    assert.is_nil(ok)
+    assert.matches("^cprof: cannot write the calibration " .. path:gsub("%p", "%%%0"), err)
+  end)
+
+  it("is kept by CPROF_CALIBRATE=save and used by the next run; a bad file is named", function()
+    local script = "local s = 0 for i = 1, 1000 do s = s + #tostring(i) end"
+    local env = "env CPROF_CALIBRATE=save XDG_CACHE_HOME=" .. S.q(dir)
+    local _, err, status = S.run_lua(script, "-l cprof.auto", env)
+    assert.are.equal(0, status, err)
+    local path = err:match("the bias model is kept in (%S+)")
+    assert.is_truthy(path, err)
+    assert.is_truthy(calibrate.load(path))
+    assert.matches("cprof: calibrated %(calibrate%)", err)
+    _, err = S.run_lua(script, "-l cprof.auto", "env XDG_CACHE_HOME=" .. S.q(dir))
+    assert.matches("cprof: calibrated %(saved %d+%-%d+%-%d+ %d+:%d+ UTC%)", err)
+    S.write_file(path, "lua_call = soon\n")
+    _, err = S.run_lua(script, "-l cprof.auto", "env XDG_CACHE_HOME=" .. S.q(dir))
+    assert.matches("cprof: " .. path:gsub("%p", "%%%0") .. ":1: not a number %(ignored%)", err)
+    assert.matches("cprof: not calibrated: about", err)
+  end)
+
   it("is used by profiles of its timer made afterwards, and the report says so", function()
     local meta = cprof.Profile { timer = "tsc" }:snapshot().meta
     local m = {}

@@ -11,7 +11,8 @@
 -- same sorted differences (the Mann–Whitney bounds). The shift, less what the kinds measured
 -- before account for (the profiles' own counts of each kind, cprof.bias.counts), divided by the
 -- count of the workload's kind, is that kind's bias; its uncertainty is half the interval's
--- width, plus what the kinds before it contribute.
+-- width, plus what the kinds before it contribute. All of this is done in BLOCKS blocks, each
+-- kind taking the lower quartile of its blocks' estimates.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -27,8 +28,8 @@ local M = {}
 M.ROUNDS = 101
 --- Rounds run first and not kept.
 M.WARMUP = 10
---- Blocks of measurements of every kind: a block that a busy neighbour slowed as a whole (every
---- kind then measures about twice its cost, with a narrow interval) is outvoted.
+--- Blocks of measurements of every kind: a block that a busy neighbour slowed as a whole (a kind
+--- then measures up to twice its cost, with a narrow interval) is outvoted.
 M.BLOCKS = 5
 --- Calls of each kind by default, and at most.
 M.DEFAULT_CALLS, M.MAX_CALLS = 200000, 10000000
@@ -36,9 +37,10 @@ local Z95 = 1.959964
 
 -- The workloads: the same loop shape for every kind, so they differ by the events alone.
 local nop_c = core.hooked -- a cheap C function, not one of cprof's methods (which no hook sees)
-local function nop() end
 local resume, yield, create = coroutine.resume, coroutine.yield, coroutine.create
 local function yielder(m) for _ = 1, m do yield() end end
+
+local function nop() end
 
 local WORK = {
   lua_call = function(m) for _ = 1, m do nop() end end,
@@ -142,18 +144,28 @@ local function block(p, m)
   return model
 end
 
-local function median(t)
+local function sorted(t)
   local s = {}
   for i, v in ipairs(t) do s[i] = v end
   table.sort(s)
-  local n = #s
+  return s
+end
+
+local function median(t)
+  local s, n = sorted(t), #t
   return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
+end
+
+-- What disturbs a block (another process, a busy neighbour) only ever adds time, so the blocks'
+-- lower quartile, not their median, is the estimate: the second lowest of five.
+local function lower_quartile(t)
+  return sorted(t)[math.floor((#t + 3) / 4)]
 end
 
 --- measure(p, n): the model of profile p's timer, each kind measured over about n calls in each
 --- of BLOCKS blocks: { lua_call, c_call, switch, line = seconds, err = { kind = seconds },
---- confidence = 0.95 }: per kind, the median of the blocks' estimates, with the median of their
---- uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
+--- confidence = 0.95 }: per kind, the lower quartile of the blocks' estimates, with the median of
+--- their uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
 --- built-in that calls no hook) is 0 with no uncertainty.
 function M.measure(p, n)
   local m = math.max(1, math.ceil(n / M.ROUNDS))
@@ -163,7 +175,7 @@ function M.measure(p, n)
   for _, kind in ipairs(bias.KINDS) do
     local est, err = {}, {}
     for b, bm in ipairs(blocks) do est[b], err[b] = bm[kind], bm.err[kind] end
-    model[kind], model.err[kind] = median(est), median(err)
+    model[kind], model.err[kind] = lower_quartile(est), median(err)
   end
   return model
 end
