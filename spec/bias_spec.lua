@@ -262,6 +262,20 @@ describe("the report's overhead line", function()
   end)
 end)
 
+describe("a sibling", function()
+  it("keeps the bias model, and turns line events on or off", function()
+    local p = cprof.Profile { timer = "counter", bias = MODEL }
+    local q = p:sibling(true)
+    assert.are.same(p:bias(), q:bias())
+    local function f() local x = 1 return x end
+    q:runcall(f)
+    assert.is_true(q:snapshot().lines.n > 0)
+    local r = q:sibling(false)
+    r:runcall(f)
+    assert.is_nil(r:snapshot().lines)
+  end)
+end)
+
 describe("calibrate", function()
   it("returns the model, with an uncertainty per kind, and sets it", function()
     local p = cprof.Profile { timer = "counter" }
@@ -320,6 +334,13 @@ describe("the kept calibration", function()
     m, err = calibrate.load(path)
     assert.is_nil(m)
     assert.matches("unknown key 'whatever'", err)
+  end)
+
+  it("needs a folder: XDG_CACHE_HOME or HOME", function()
+    local out, err = S.run_lua([[print(pcall(require("cprof").save_calibration))]], "",
+                               "env -u HOME -u XDG_CACHE_HOME")
+    assert.are.equal("false\tcprof: no folder for the calibration: set XDG_CACHE_HOME or HOME\n",
+                     out, err)
   end)
 
   it("says why it cannot be written, naming the file", function()

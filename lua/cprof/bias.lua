@@ -42,9 +42,10 @@ local MODEL_INFO = { err = "table", confidence = "number", date = "string", time
 -- Frames whose calls switch to a coroutine and back.
 local SWITCHERS = { ["coroutine.resume"] = true, ["function made by coroutine.wrap"] = true }
 
---- The bias costs of a typical machine (the bench machine's calibration with `tsc`, rounded;
---- bench/README.md), for the report's estimate of the overhead of an uncalibrated profile.
-M.TYPICAL = { lua_call = 60e-9, c_call = 60e-9, switch = 150e-9, line = 30e-9 }
+--- The bias costs of a typical machine (the bench machine's calibration with `tsc`, Lua 5.4,
+--- rounded; bench/README.md, "Accuracy (issue 14)"), for the report's estimate of the overhead
+--- still in an uncalibrated profile.
+M.TYPICAL = { lua_call = 30e-9, c_call = 14e-9, switch = 10e-9, line = 23e-9 }
 
 local function finite(x)
   return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge

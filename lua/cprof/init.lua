@@ -224,10 +224,10 @@ end
 --- timer) and keeps it for this machine: the file it wrote, and the model. Profiles of that timer
 --- made afterwards use it, in this process and later ones (CPROF_CALIBRATE=save does this).
 function cprof.save_calibration(timer, n)
-  local p = cprof.Profile { timer = timer, bias = 0 }
-  local m = p:calibrate(n)
   local dir = calibrate_mod.dir()
   if not dir then error("cprof: no folder for the calibration: set XDG_CACHE_HOME or HOME", 2) end
+  local p = cprof.Profile { timer = timer, bias = 0 }
+  local m = p:calibrate(n)
   local path, err = calibrate_mod.save(m, calibrate_mod.path(dir, m.timer, m.lua_version,
                                                              m.cprof_version))
   if not path then error(err, 2) end
