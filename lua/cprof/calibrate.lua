@@ -24,7 +24,7 @@ local core = require("cprof.version").core()
 
 local M = {}
 
---- Measurements of each kind, half of them profiled.
+--- Rounds of a block for each kind: one unprofiled and one profiled run each.
 M.ROUNDS = 101
 --- Rounds run first and not kept.
 M.WARMUP = 10
