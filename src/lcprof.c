@@ -236,7 +236,8 @@ static int l_new(lua_State *L) {
   return 1;
 }
 
-/* A new profile with the same timer and options, empty (Profile:calibrate measures with one). */
+/* A new profile with the same timer and options, empty (Profile:calibrate measures with one);
+   a boolean argument turns its line events on or off. */
 static int l_sibling(lua_State *L) {
   LProfile *lp = (LProfile *)check(L);
   int fn = 0;
@@ -247,7 +248,7 @@ static int l_sibling(lua_State *L) {
   Profiler *P = push_profile(L, &lp->P.clock.timer, fn, lp->lt.ticks ? lp->P.clock.timer.unit : 0);
   P->tree.limit = lp->P.tree.limit;
   P->trace.size = lp->P.trace.size;
-  P->lines.on = lp->P.lines.on;
+  P->lines.on = lua_isnoneornil(L, 2) ? lp->P.lines.on : lua_toboolean(L, 2);
   P->public_only = lp->P.public_only;
   P->bias = lp->P.bias;
   ((LProfile *)P)->subcalls = lp->subcalls;

@@ -8,7 +8,8 @@
 ---   no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
 --- CPROF_REPORT: 1 prints the report also when CPROF_OUT is set.
 --- CPROF_QUIET: 1 prints no report.
---- CPROF_CALIBRATE: 1 measures the bias per event before the script starts (Profile:calibrate).
+--- CPROF_CALIBRATE: 1 measures the bias model before the script starts (Profile:calibrate); save
+--- also keeps it for later runs (cprof.save_calibration); 0 ignores a kept one.
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 --- CPROF_LINES: 1 records line events too (hits and time per source line: cprof-stats --lines).
 --- CPROF_TRACE: 1 records the time line too (Profile{trace = true}: cprof-stats --export chrome).
@@ -152,11 +153,21 @@ end
 core.mark_internal(finish)
 core.mark_internal(exit_after_report)
 
--- CPROF_CALIBRATE=1: measure the bias per event first (a few milliseconds), so that the
--- report subtracts it.
-if getenv("CPROF_CALIBRATE") == "1" then
+-- CPROF_CALIBRATE=1: measure the bias model first (about a second), so that the report
+-- subtracts it; =save: the same, and keep it for this machine (cprof.save_calibration), which
+-- later profiles of the same timer use without being asked.
+local calibrate = getenv("CPROF_CALIBRATE")
+if calibrate == "1" then
   local ok, err = pcall(prof.calibrate, prof)
   if not ok then say("CPROF_CALIBRATE: " .. tostring(err)) end
+elseif calibrate == "save" then
+  local ok, path, m = pcall(cprof.save_calibration, prof:snapshot().meta.timer)
+  if ok then
+    prof:bias(m)
+    say("CPROF_CALIBRATE=save: the bias model is kept in " .. path)
+  else
+    say("CPROF_CALIBRATE: " .. tostring(path))
+  end
 end
 
 prof:enable()
