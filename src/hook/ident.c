@@ -9,6 +9,7 @@
 
 #include <lauxlib.h>
 
+#include "hook/defname.h"
 #include "hook/ident.h"
 #include "util/compat.h"
 #include "util/fault.h"
@@ -178,10 +179,10 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   lua_getinfo(L, "f", ar);
   en->internal = (uint8_t)is_internal(L);
   lua_pop(L, 1);
-  if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", 0);
+  if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", NAME_CALL);
   else if (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap && ident_wrap)
-    fn_set_name(F, e, "function made by coroutine.wrap", 0);
-  else if (kind == KIND_LUA && call_site_name(L, ar)) fn_set_name(F, e, ar->name, 0);
+    fn_set_name(F, e, "function made by coroutine.wrap", NAME_CALL);
+  else if (kind == KIND_LUA && call_site_name(L, ar)) fn_set_name(F, e, ar->name, NAME_CALL);
   else if (kind == KIND_LUA) en->name_tries = NAME_TRIES;
   return e;
 }
@@ -190,7 +191,7 @@ void ident_name_from_call(Profiler *P, lua_State *L, lua_Debug *ar, uint32_t e) 
   Entry *en = &P->fns.entries[e];
   if (!en->name_tries) return;
   en->name_tries--;
-  if (call_site_name(L, ar) && fn_set_name(&P->fns, e, ar->name, 0) == 0)
+  if (call_site_name(L, ar) && fn_set_name(&P->fns, e, ar->name, NAME_CALL) == 0)
     P->fns.entries[e].name_tries = 0;
 }
 
@@ -334,6 +335,7 @@ static void walk_module(const Profiler *P, lua_State *L, Naming *N, const char *
 
 void ident_name_all(Profiler *P, lua_State *L) {
   FuncTable *F = &P->fns;
+  defname_all(F);
   uint32_t n = F->nentries, unnamed = 0;
   for (uint32_t i = 0; i < n; i++) unnamed += F->entries[i].name == NULL;
   if (unnamed == 0 || !lua_checkstack(L, 8)) return;
@@ -360,7 +362,7 @@ void ident_name_all(Profiler *P, lua_State *L) {
   for (uint32_t i = 0; i < n; i++) {
     if (!N.best[i]) continue;
     /* A Lua function may still get a call-site name later; a C function never does. */
-    fn_set_name(F, i, N.best[i], 1);
+    fn_set_name(F, i, N.best[i], NAME_GLOBAL);
     free(N.best[i]);
   }
   free(N.best);

@@ -32,8 +32,9 @@ uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *c
    this one (lua_getinfo "n"), a few times at most. */
 void ident_name_from_call(Profiler *P, lua_State *L, lua_Debug *ar, uint32_t e);
 
-/* Names, in one walk of the loaded modules, every function still without a name: its global
-   name ("string.format") if it has one. Before every snapshot. */
+/* Names every Lua function not yet named by its definition from the line that defines it
+   (hook/defname.h), then, in one walk of the loaded modules, every function still without a
+   name: its global name ("string.format") if it has one. Before every snapshot. */
 void ident_name_all(Profiler *P, lua_State *L);
 
 /* Lets go of the chunk-name strings P kept alive (its keys are gone: clear() or collection). */
