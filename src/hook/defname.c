@@ -67,6 +67,11 @@ static size_t skip_blanks_back(const char *s, size_t i) {
 }
 
 static size_t put(char *out, size_t cap, const char *name, size_t len) {
+  /* _G.f is the global f, as a global walk names it. */
+  if (len > 3 && memcmp(name, "_G", 2) == 0 && (name[2] == '.' || name[2] == ':')) {
+    name += 3;
+    len -= 3;
+  }
   if (len == 0 || len >= cap) return 0;
   memcpy(out, name, len);
   out[len] = '\0';

@@ -13,7 +13,7 @@
 
 /* The name that source line [s, s + n) gives the one function it defines: `local function
    NAME`, `function A.B:C` (as written), `NAME = function`, `local NAME = function`,
-   `A.B = function`, `["key"] = function`. Its length, the name copied to `out` (`cap` bytes,
+   `A.B = function`, `["key"] = function`; a leading `_G.` left out. Its length, the name copied to `out` (`cap` bytes,
    NUL-terminated); 0 when the line defines no function by a name, or more than one. */
 size_t defname_of_line(const char *s, size_t n, char *out, size_t cap);
 
