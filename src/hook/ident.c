@@ -26,6 +26,49 @@ static int noop(lua_State *L) {
   return 0;
 }
 
+/* The address a C function is known by: LuaJIT's built-in fast functions have no C function
+   pointer, but never die either, so their object's address serves. */
+static const void *cfunc_ptr(lua_State *L, int idx) {
+  lua_CFunction cf = lua_tocfunction(L, idx);
+  return cf ? (const void *)(uintptr_t)cf : lua_topointer(L, idx);
+}
+
+/* The standard library's C functions that no global holds (iterators), learnt once per state
+   by asking the library for one; reports name them as Lua's own messages would describe them. */
+typedef struct LibFn {
+  const void *f;
+  const char *name;
+} LibFn;
+static LibFn lib_fns[5];
+static int nlib_fns;
+
+/* Calls library function _LOADED[mod][fn] with arguments described by `args` ('t' an empty
+   table, 's' an empty string) and learns the C function it returns first as `name`. The
+   library's own tables are read raw, and a function the program replaced is not called. */
+static void learn(lua_State *L, const char *mod, const char *fn, const char *args,
+                  const char *name) {
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  if (lua_istable(L, -1)) {
+    lua_pushstring(L, mod);
+    lua_rawget(L, -2);
+  }
+  if (lua_istable(L, -1)) {
+    lua_pushstring(L, fn);
+    lua_rawget(L, -2);
+  }
+  if (lua_iscfunction(L, -1) && nlib_fns < (int)(sizeof lib_fns / sizeof *lib_fns)) {
+    int n = 0;
+    for (; args[n]; n++) {
+      if (args[n] == 't') lua_newtable(L);
+      else lua_pushliteral(L, "");
+    }
+    if (lua_pcall(L, n, 1, 0) == LUA_OK && lua_iscfunction(L, -1))
+      lib_fns[nlib_fns++] = (LibFn){cfunc_ptr(L, -1), name};
+  }
+  lua_settop(L, top);
+}
+
 void ident_setup(lua_State *L) {
   int top = lua_gettop(L);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
@@ -40,6 +83,12 @@ void ident_setup(lua_State *L) {
       ident_wrap = lua_tocfunction(L, -1);
   }
   lua_settop(L, top);
+  if (nlib_fns == 0) {
+    learn(L, "_G", "ipairs", "t", "ipairs iterator");
+    learn(L, "string", "gmatch", "ss", "string.gmatch iterator");
+    learn(L, "utf8", "codes", "s", "utf8.codes iterator");
+    learn(L, "io", "lines", "", "io.lines iterator");
+  }
 }
 
 /* ---- Chunk names kept alive ------------------------------------------------------------- */
@@ -179,6 +228,8 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   lua_getinfo(L, "f", ar);
   en->internal = (uint8_t)is_internal(L);
   lua_pop(L, 1);
+  for (int i = 0; cfunc && i < nlib_fns; i++)
+    if (lib_fns[i].f == cfunc) fn_set_name(F, e, lib_fns[i].name, NAME_GLOBAL);
   if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", NAME_CALL);
   else if (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap && ident_wrap)
     fn_set_name(F, e, "function made by coroutine.wrap", NAME_CALL);
@@ -241,8 +292,7 @@ uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *c
   if (ar->what[0] == 'C') {
     lua_getinfo(L, "f", ar);
     *cf = lua_tocfunction(L, -1);
-    /* LuaJIT's built-in fast functions have no C function pointer; they never die either. */
-    const void *ptr = *cf ? (const void *)(uintptr_t)*cf : lua_topointer(L, -1);
+    const void *ptr = cfunc_ptr(L, -1);
     lua_pop(L, 1);
     uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
     return e != IDX_NONE ? e : c_entry(F, L, ar, ptr);
@@ -275,11 +325,7 @@ static int module_rank(const char *mod) {
 /* The entry of the function on top of the stack, if the profile has seen it. */
 static uint32_t entry_of_value(const Profiler *P, lua_State *L) {
   const FuncTable *F = &P->fns;
-  if (lua_iscfunction(L, -1)) {
-    lua_CFunction cf = lua_tocfunction(L, -1);
-    return fn_find_entry(F, IDX_NONE, -1,
-                         cf ? (const void *)(uintptr_t)cf : lua_topointer(L, -1));
-  }
+  if (lua_iscfunction(L, -1)) return fn_find_entry(F, IDX_NONE, -1, cfunc_ptr(L, -1));
 #if LUAPRIV_KNOWN
   if (P->fast) {
     const LPProto *p = ((const LPLClosure *)lua_topointer(L, -1))->p;
@@ -299,12 +345,14 @@ typedef struct Naming {
   uint8_t *rank;   /* 3: none yet */
 } Naming;
 
-static void consider(Naming *N, uint32_t e, int rank, const char *mod, const char *field) {
+/* `sep` joins `mod` and `field`: '.' for a module's function, ':' for a method. */
+static void consider(Naming *N, uint32_t e, int rank, const char *mod, char sep,
+                     const char *field) {
   size_t len = strlen(field) + (rank == 0 ? 0 : strlen(mod) + 1);
   char *cand = fault_malloc(len + 1);
   if (!cand) return;
   if (rank == 0) memcpy(cand, field, len + 1);
-  else snprintf(cand, len + 1, "%s.%s", mod, field);
+  else snprintf(cand, len + 1, "%s%c%s", mod, sep, field);
   /* Several names may reach one function: the best ranked module wins, then the shortest
      name, then the alphabetically first (table order varies between runs). */
   char *best = N->best[e];
@@ -321,13 +369,14 @@ static void consider(Naming *N, uint32_t e, int rank, const char *mod, const cha
 
 /* One module table (on top of the stack) of rank `rank`: every function field of it that is an
    entry still to be named is a candidate. */
-static void walk_module(const Profiler *P, lua_State *L, Naming *N, const char *mod, int rank) {
+static void walk_module(const Profiler *P, lua_State *L, Naming *N, const char *mod, char sep,
+                        int rank) {
   lua_pushnil(L);
   while (lua_next(L, -2)) {
     if (lua_type(L, -2) == LUA_TSTRING && lua_isfunction(L, -1)) {
       uint32_t e = entry_of_value(P, L);
       if (e != IDX_NONE && !P->fns.entries[e].name && rank <= N->rank[e])
-        consider(N, e, rank, mod, lua_tostring(L, -2));
+        consider(N, e, rank, mod, sep, lua_tostring(L, -2));
     }
     lua_pop(L, 1);
   }
@@ -353,10 +402,19 @@ void ident_name_all(Profiler *P, lua_State *L) {
     while (lua_next(L, -2)) {
       if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
         const char *mod = lua_tostring(L, -2);
-        walk_module(P, L, &N, mod, module_rank(mod));
+        walk_module(P, L, &N, mod, '.', module_rank(mod));
       }
       lua_pop(L, 1);
     }
+  }
+  /* The methods and metamethods of io's files, which no module holds. */
+  lua_pushliteral(L, LUA_FILEHANDLE);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  if (lua_istable(L, -1)) {
+    walk_module(P, L, &N, "file", ':', 1);
+    lua_pushliteral(L, "__index");
+    lua_rawget(L, -2);
+    if (lua_istable(L, -1)) walk_module(P, L, &N, "file", ':', 1);
   }
   lua_settop(L, top);
   for (uint32_t i = 0; i < n; i++) {
