@@ -259,11 +259,17 @@ static uint32_t c_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *p
 
 /* The entry of a Lua function whose "S" information `ar` holds, chunk name held by object `src`
    (kept alive when `kept`), made on first sight. */
-static uint32_t lua_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *src,
-                          int kept) {
+/* The chunk of the function whose "S" information `ar` holds, its name held by object `src`
+   (kept alive when `kept`), made on first sight. */
+static uint32_t chunk_of(FuncTable *F, lua_Debug *ar, const void *src, int kept) {
   size_t len = compat_srclen(ar);
   uint32_t c = fn_find_source(F, src, ar->source, len);
-  if (c == IDX_NONE) c = fn_chunk(F, src, (uint8_t)!kept, ar->source, len, file_of(ar));
+  return c != IDX_NONE ? c : fn_chunk(F, src, (uint8_t)!kept, ar->source, len, file_of(ar));
+}
+
+static uint32_t lua_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *src,
+                          int kept) {
+  uint32_t c = chunk_of(F, ar, src, kept);
   if (c == IDX_NONE) return IDX_NONE;
   uint32_t e = fn_find_entry(F, c, ar->linedefined, NULL);
   if (e == IDX_NONE) e = new_entry(F, L, ar, c, NULL);
@@ -306,6 +312,66 @@ uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *c
   if (e != IDX_NONE &&
       fn_set_key(F, ar->source, ar->source, ar->linedefined, (uint8_t)!kept, e))
     return IDX_NONE;
+  return e;
+}
+
+/* ---- Functions made by coroutine.wrap ------------------------------------------------------ */
+
+/* Pushes onto L the body of coroutine T: the function on its stack while it has not started,
+   the function of its deepest activation while it is suspended. 0 when there is none to find
+   (T has finished, died of an error or is running: the call is about to fail). */
+static int push_body(lua_State *T, lua_State *L) {
+  lua_Debug d;
+  int status = lua_status(T);
+  if (status == LUA_OK && !lua_getstack(T, 0, &d)) {
+    if (lua_gettop(T) == 0 || !lua_checkstack(T, 1)) return 0;
+    lua_pushvalue(T, 1);
+  } else {
+    if (status != LUA_YIELD) return 0;
+    /* The deepest level: doubled while it exists, then halved back (as luaL_traceback). */
+    int lo = 0, hi = 1;
+    while (lua_getstack(T, hi, &d)) {
+      lo = hi;
+      hi *= 2;
+    }
+    while (hi - lo > 1) {
+      int m = lo + (hi - lo) / 2;
+      if (lua_getstack(T, m, &d)) lo = m;
+      else hi = m;
+    }
+    if (!lua_getstack(T, lo, &d) || !lua_checkstack(T, 1) || !lua_getinfo(T, "f", &d)) return 0;
+  }
+  lua_xmove(T, L, 1);
+  return 1;
+}
+
+uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar) {
+  if (!lua_checkstack(L, 4)) return IDX_NONE;
+  FuncTable *F = &P->fns;
+  int top = lua_gettop(L);
+  uint32_t e = IDX_NONE;
+  lua_getinfo(L, "f", ar);
+  lua_State *T = lua_getupvalue(L, -1, 1) ? lua_tothread(L, -1) : NULL;
+  if (T && push_body(T, L) && lua_isfunction(L, -1) && !lua_iscfunction(L, -1)) {
+    lua_Debug b;
+    lua_getinfo(L, ">S", &b);
+    const void *wrap = (const void *)(uintptr_t)ident_wrap;
+    /* Unkept: its text is compared, as the public path's. */
+    uint32_t c = chunk_of(F, &b, b.source, 0);
+    e = c == IDX_NONE ? IDX_NONE : fn_find_entry(F, c, b.linedefined, wrap);
+    if (c != IDX_NONE && e == IDX_NONE) e = fn_add(F, c, b.linedefined, wrap, KIND_C);
+    if (e != IDX_NONE && !F->entries[e].name) {
+      const char *file = F->chunks[c].file;
+      size_t len = strlen(file) + 32;
+      char *name = fault_malloc(len);
+      if (name) {
+        snprintf(name, len, "wrap(%s:%d)", file, b.linedefined);
+        fn_set_name(F, e, name, NAME_DEF);
+        free(name);
+      }
+    }
+  }
+  lua_settop(L, top);
   return e;
 }
 

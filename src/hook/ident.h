@@ -28,6 +28,12 @@ uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, c
    function). */
 uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf);
 
+/* The entry of the function made by coroutine.wrap that call event `ar` calls, one per body
+   its coroutine runs (a Lua function), named "wrap(file:line)"; IDX_NONE when that body cannot
+   be found (the coroutine finished or runs a C function) or out of memory: the one entry of
+   every such function serves. Costs a few lookups per call of such a function. */
+uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar);
+
 /* A call of entry e took a new call path: a function still without a call-site name tries
    this one (lua_getinfo "n"), a few times at most. */
 void ident_name_from_call(Profiler *P, lua_State *L, lua_Debug *ar, uint32_t e);

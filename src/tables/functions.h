@@ -33,8 +33,9 @@ typedef struct Chunk {
 typedef struct Entry {
   Stat s;
   const void *cfunc; /* C: the function; Lua: NULL */
-  uint32_t chunk;    /* Lua: its chunk name (FuncTable.chunks); C: IDX_NONE */
-  int line;          /* Lua: line defined (0 for a main chunk); C: -1 */
+  uint32_t chunk;    /* Lua: its chunk name (FuncTable.chunks); C: IDX_NONE, except for a
+                        function made by coroutine.wrap, told apart by its body's chunk */
+  int line;          /* Lua: line defined (0 for a main chunk); C: -1 (a wrap: its body's) */
   int lastline;      /* Lua: last line defined; C: -1 */
   char *name;        /* NULL until named: from a call site, or once per snapshot (ident.c) */
   uint8_t kind;
@@ -111,7 +112,7 @@ int fn_set_name(FuncTable *F, uint32_t e, const char *name, int origin);
 
 /* The file reports show for entry e. */
 static inline const char *fn_file(const FuncTable *F, const Entry *e) {
-  return e->chunk == IDX_NONE ? "~" : F->chunks[e->chunk].file;
+  return e->kind == KIND_C ? "~" : F->chunks[e->chunk].file;
 }
 
 /* Bytes held by the tables. */
