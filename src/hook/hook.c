@@ -184,10 +184,6 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
   uint32_t known = P->fns.nkeys + P->fns.nentries;
   P->mem.in_hook = 1;
   uint32_t e = ident_public(P, L, ar, &cf);
-  if (cf && cf == ident_wrap && e != IDX_NONE) {
-    uint32_t w = ident_wrap_entry(P, L, ar);
-    if (w != IDX_NONE) e = w;
-  }
   P->mem.in_hook = 0;
   if (known != P->fns.nkeys + P->fns.nentries) *slow = 1;
   lua_Debug up;

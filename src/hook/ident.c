@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include <lauxlib.h>
+#include <lualib.h>
 
 #include "hook/defname.h"
 #include "hook/ident.h"
@@ -276,45 +277,6 @@ static uint32_t lua_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void 
   return e;
 }
 
-uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, const void *src,
-                    int line) {
-  FuncTable *F = &P->fns;
-  uint32_t e = fn_find_key(F, key, src, line, NULL, 0);
-  if (e != IDX_NONE) return e;
-  if (!src) return c_entry(F, L, ar, key);
-  lua_getinfo(L, "S", ar);
-  /* The string is kept once per distinct object: later functions of its chunk find it. */
-  int kept = fn_find_source(F, src, NULL, 0) != IDX_NONE ||
-             anchor(P, L, src, ar->source, compat_srclen(ar));
-  e = lua_entry(F, L, ar, src, kept);
-  /* An unkept string (out of memory) cannot vouch for a key: the call is resolved each time. */
-  if (e != IDX_NONE && kept && fn_set_key(F, key, src, line, 0, e)) return IDX_NONE;
-  return e;
-}
-
-uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf) {
-  FuncTable *F = &P->fns;
-  lua_getinfo(L, "S", ar);
-  if (ar->what[0] == 'C') {
-    lua_getinfo(L, "f", ar);
-    *cf = lua_tocfunction(L, -1);
-    const void *ptr = cfunc_ptr(L, -1);
-    lua_pop(L, 1);
-    uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
-    return e != IDX_NONE ? e : c_entry(F, L, ar, ptr);
-  }
-  *cf = NULL;
-  size_t len = compat_srclen(ar);
-  uint32_t e = fn_find_key(F, ar->source, ar->source, ar->linedefined, ar->source, len);
-  if (e != IDX_NONE) return e;
-  int kept = anchor(P, L, NULL, ar->source, len);
-  e = lua_entry(F, L, ar, ar->source, kept);
-  if (e != IDX_NONE &&
-      fn_set_key(F, ar->source, ar->source, ar->linedefined, (uint8_t)!kept, e))
-    return IDX_NONE;
-  return e;
-}
-
 /* ---- Functions made by coroutine.wrap ------------------------------------------------------ */
 
 /* Pushes onto L the body of coroutine T: the function on its stack while it has not started,
@@ -345,21 +307,24 @@ static int push_body(lua_State *T, lua_State *L) {
   return 1;
 }
 
-uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar) {
+/* What the entries of functions made by coroutine.wrap hold as their C function (LuaJIT has no
+   pointer to give): with the body's chunk and line, it tells them from the body's own entry. */
+static const char WRAP_MARK = 'w';
+
+/* The entry of the function made by coroutine.wrap on top of L (ident_wrap_entry). */
+static uint32_t wrap_entry(Profiler *P, lua_State *L) {
   if (!lua_checkstack(L, 4)) return IDX_NONE;
   FuncTable *F = &P->fns;
   int top = lua_gettop(L);
   uint32_t e = IDX_NONE;
-  lua_getinfo(L, "f", ar);
   lua_State *T = lua_getupvalue(L, -1, 1) ? lua_tothread(L, -1) : NULL;
   if (T && push_body(T, L) && lua_isfunction(L, -1) && !lua_iscfunction(L, -1)) {
     lua_Debug b;
     lua_getinfo(L, ">S", &b);
-    const void *wrap = (const void *)(uintptr_t)ident_wrap;
     /* Unkept: its text is compared, as the public path's. */
     uint32_t c = chunk_of(F, &b, b.source, 0);
-    e = c == IDX_NONE ? IDX_NONE : fn_find_entry(F, c, b.linedefined, wrap);
-    if (c != IDX_NONE && e == IDX_NONE) e = fn_add(F, c, b.linedefined, wrap, KIND_C);
+    e = c == IDX_NONE ? IDX_NONE : fn_find_entry(F, c, b.linedefined, &WRAP_MARK);
+    if (c != IDX_NONE && e == IDX_NONE) e = fn_add(F, c, b.linedefined, &WRAP_MARK, KIND_C);
     if (e != IDX_NONE && !F->entries[e].name) {
       const char *file = F->chunks[c].file;
       size_t len = strlen(file) + 32;
@@ -372,6 +337,66 @@ uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar) {
     }
   }
   lua_settop(L, top);
+  return e;
+}
+
+uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar) {
+  if (!lua_checkstack(L, 1)) return IDX_NONE;
+  lua_getinfo(L, "f", ar);
+  uint32_t e = wrap_entry(P, L);
+  lua_pop(L, 1);
+  return e;
+}
+
+/* Whether C function `cf`, on top of L, is one coroutine.wrap made. LuaJIT's are built-ins
+   without a C function pointer, each closure an object of its own: the only built-ins that
+   hold a coroutine. */
+static int is_wrap(lua_State *L, lua_CFunction cf) {
+  if (cf) return cf == ident_wrap;
+  if (!lua_checkstack(L, 1) || !lua_getupvalue(L, -1, 1)) return 0;
+  int yes = lua_isthread(L, -1);
+  lua_pop(L, 1);
+  return yes;
+}
+
+uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, const void *src,
+                    int line) {
+  FuncTable *F = &P->fns;
+  uint32_t e = fn_find_key(F, key, src, line, NULL, 0);
+  if (e != IDX_NONE) return e;
+  if (!src) return c_entry(F, L, ar, key);
+  lua_getinfo(L, "S", ar);
+  /* The string is kept once per distinct object: later functions of its chunk find it. */
+  int kept = fn_find_source(F, src, NULL, 0) != IDX_NONE ||
+             anchor(P, L, src, ar->source, compat_srclen(ar));
+  e = lua_entry(F, L, ar, src, kept);
+  /* An unkept string (out of memory) cannot vouch for a key: the call is resolved each time. */
+  if (e != IDX_NONE && kept && fn_set_key(F, key, src, line, 0, e)) return IDX_NONE;
+  return e;
+}
+
+uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf) {
+  FuncTable *F = &P->fns;
+  lua_getinfo(L, "S", ar);
+  if (ar->what[0] == 'C') {
+    lua_getinfo(L, "f", ar);
+    *cf = lua_tocfunction(L, -1);
+    const void *ptr = cfunc_ptr(L, -1);
+    uint32_t w = is_wrap(L, *cf) ? wrap_entry(P, L) : IDX_NONE;
+    lua_pop(L, 1);
+    if (w != IDX_NONE) return w;
+    uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
+    return e != IDX_NONE ? e : c_entry(F, L, ar, ptr);
+  }
+  *cf = NULL;
+  size_t len = compat_srclen(ar);
+  uint32_t e = fn_find_key(F, ar->source, ar->source, ar->linedefined, ar->source, len);
+  if (e != IDX_NONE) return e;
+  int kept = anchor(P, L, NULL, ar->source, len);
+  e = lua_entry(F, L, ar, ar->source, kept);
+  if (e != IDX_NONE &&
+      fn_set_key(F, ar->source, ar->source, ar->linedefined, (uint8_t)!kept, e))
+    return IDX_NONE;
   return e;
 }
 
