@@ -22,6 +22,11 @@ static const char ANCHORS_KEY = 'n';  /* registry: profile (light userdata) -> {
 
 lua_CFunction ident_resume, ident_wrap;
 
+/* What the entries of functions made by coroutine.wrap hold as their C function: with a body's
+   chunk and line, it tells an entry per body from the body's own; alone, it is LuaJIT's one
+   entry for those whose body is unknown (each is an object of its own, with no C pointer). */
+static const char WRAP_MARK = 'w';
+
 static int noop(lua_State *L) {
   (void)L;
   return 0;
@@ -232,7 +237,7 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   for (int i = 0; cfunc && i < nlib_fns; i++)
     if (lib_fns[i].f == cfunc) fn_set_name(F, e, lib_fns[i].name, NAME_GLOBAL);
   if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", NAME_CALL);
-  else if (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap && ident_wrap)
+  else if (cfunc == &WRAP_MARK || (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap))
     fn_set_name(F, e, "function made by coroutine.wrap", NAME_CALL);
   else if (kind == KIND_LUA && call_site_name(L, ar)) fn_set_name(F, e, ar->name, NAME_CALL);
   else if (kind == KIND_LUA) en->name_tries = NAME_TRIES;
@@ -307,10 +312,6 @@ static int push_body(lua_State *T, lua_State *L) {
   return 1;
 }
 
-/* What the entries of functions made by coroutine.wrap hold as their C function (LuaJIT has no
-   pointer to give): with the body's chunk and line, it tells them from the body's own entry. */
-static const char WRAP_MARK = 'w';
-
 /* The entry of the function made by coroutine.wrap on top of L (ident_wrap_entry). */
 static uint32_t wrap_entry(Profiler *P, lua_State *L) {
   if (!lua_checkstack(L, 4)) return IDX_NONE;
@@ -321,8 +322,9 @@ static uint32_t wrap_entry(Profiler *P, lua_State *L) {
   if (T && push_body(T, L) && lua_isfunction(L, -1) && !lua_iscfunction(L, -1)) {
     lua_Debug b;
     lua_getinfo(L, ">S", &b);
-    /* Unkept: its text is compared, as the public path's. */
-    uint32_t c = chunk_of(F, &b, b.source, 0);
+    /* Unkept: its text is compared, as the public path's. LuaJIT describes a built-in there
+       as a Lua function of line -1. */
+    uint32_t c = b.linedefined < 0 ? IDX_NONE : chunk_of(F, &b, b.source, 0);
     e = c == IDX_NONE ? IDX_NONE : fn_find_entry(F, c, b.linedefined, &WRAP_MARK);
     if (c != IDX_NONE && e == IDX_NONE) e = fn_add(F, c, b.linedefined, &WRAP_MARK, KIND_C);
     if (e != IDX_NONE && !F->entries[e].name) {
@@ -382,9 +384,11 @@ uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *c
     lua_getinfo(L, "f", ar);
     *cf = lua_tocfunction(L, -1);
     const void *ptr = cfunc_ptr(L, -1);
-    uint32_t w = is_wrap(L, *cf) ? wrap_entry(P, L) : IDX_NONE;
+    int wrap = is_wrap(L, *cf);
+    uint32_t w = wrap ? wrap_entry(P, L) : IDX_NONE;
     lua_pop(L, 1);
     if (w != IDX_NONE) return w;
+    if (wrap && !*cf) ptr = &WRAP_MARK;
     uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
     return e != IDX_NONE ? e : c_entry(F, L, ar, ptr);
   }
