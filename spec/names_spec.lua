@@ -205,6 +205,22 @@ describe("names of functions made by coroutine.wrap", function()
     S.assert_adds_up(st)
   end)
 
+  it("gives each body a thread of its own in the exports' time lines", function()
+    local p = cprof.Profile { timer = "counter" }
+    p:runcall(function()
+      local s = 0
+      for v in gen(2) do s = s + v end
+      for v in squares(gen(2)) do s = s + v end
+      return s
+    end)
+    local _, names = require("cprof.export").model(p):threads()
+    table.sort(names)
+    -- squares' body has no name: the model tells it by its line
+    assert.are.equal(3, #names)
+    assert.matches("^coroutine <anon>:%d+$", names[1])
+    assert.are.same({ "coroutine gen", "main" }, { names[2], names[3] })
+  end)
+
   it("names one whose coroutine finished, or whose body is a C function, as every wrap", function()
     local function once() return 1 end
     local st = profile(function()
