@@ -39,20 +39,23 @@ static const void *cfunc_ptr(lua_State *L, int idx) {
   return cf ? (const void *)(uintptr_t)cf : lua_topointer(L, idx);
 }
 
-/* The standard library's C functions that no global holds (iterators), learnt once per state
-   by asking the library for one; reports name them as Lua's own messages would describe them. */
+/* The standard library's C functions that no global holds (iterators), learnt by asking the
+   library for one, by every state when it loads cprof (the same addresses: as ident_wrap);
+   reports name them as Lua's own messages would describe them. */
 typedef struct LibFn {
   const void *f;
   const char *name;
 } LibFn;
-static LibFn lib_fns[5];
-static int nlib_fns;
+enum { LIB_IPAIRS, LIB_GMATCH, LIB_CODES, LIB_LINES, NLIB };
+static LibFn lib_fns[NLIB] = {{NULL, "ipairs iterator"},
+                              {NULL, "string.gmatch iterator"},
+                              {NULL, "utf8.codes iterator"},
+                              {NULL, "io.lines iterator"}};
 
 /* Calls library function _LOADED[mod][fn] with arguments described by `args` ('t' an empty
-   table, 's' an empty string) and learns the C function it returns first as `name`. The
+   table, 's' an empty string) and learns the C function it returns first as lib_fns[i]. The
    library's own tables are read raw, and a function the program replaced is not called. */
-static void learn(lua_State *L, const char *mod, const char *fn, const char *args,
-                  const char *name) {
+static void learn(lua_State *L, const char *mod, const char *fn, const char *args, int i) {
   int top = lua_gettop(L);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
   if (lua_istable(L, -1)) {
@@ -63,14 +66,13 @@ static void learn(lua_State *L, const char *mod, const char *fn, const char *arg
     lua_pushstring(L, fn);
     lua_rawget(L, -2);
   }
-  if (lua_iscfunction(L, -1) && nlib_fns < (int)(sizeof lib_fns / sizeof *lib_fns)) {
+  if (lua_iscfunction(L, -1)) {
     int n = 0;
     for (; args[n]; n++) {
       if (args[n] == 't') lua_newtable(L);
       else lua_pushliteral(L, "");
     }
-    if (lua_pcall(L, n, 1, 0) == LUA_OK && lua_iscfunction(L, -1))
-      lib_fns[nlib_fns++] = (LibFn){cfunc_ptr(L, -1), name};
+    if (lua_pcall(L, n, 1, 0) == LUA_OK && lua_iscfunction(L, -1)) lib_fns[i].f = cfunc_ptr(L, -1);
   }
   lua_settop(L, top);
 }
@@ -89,12 +91,10 @@ void ident_setup(lua_State *L) {
       ident_wrap = lua_tocfunction(L, -1);
   }
   lua_settop(L, top);
-  if (nlib_fns == 0) {
-    learn(L, "_G", "ipairs", "t", "ipairs iterator");
-    learn(L, "string", "gmatch", "ss", "string.gmatch iterator");
-    learn(L, "utf8", "codes", "s", "utf8.codes iterator");
-    learn(L, "io", "lines", "", "io.lines iterator");
-  }
+  learn(L, "_G", "ipairs", "t", LIB_IPAIRS);
+  learn(L, "string", "gmatch", "ss", LIB_GMATCH);
+  learn(L, "utf8", "codes", "s", LIB_CODES);
+  learn(L, "io", "lines", "", LIB_LINES);
 }
 
 /* ---- Chunk names kept alive ------------------------------------------------------------- */
@@ -234,7 +234,7 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   lua_getinfo(L, "f", ar);
   en->internal = (uint8_t)is_internal(L);
   lua_pop(L, 1);
-  for (int i = 0; cfunc && i < nlib_fns; i++)
+  for (int i = 0; cfunc && i < NLIB; i++)
     if (lib_fns[i].f == cfunc) fn_set_name(F, e, lib_fns[i].name, NAME_GLOBAL);
   if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", NAME_CALL);
   else if (cfunc == &WRAP_MARK || (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap))
@@ -384,12 +384,16 @@ uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *c
     lua_getinfo(L, "f", ar);
     *cf = lua_tocfunction(L, -1);
     const void *ptr = cfunc_ptr(L, -1);
-    int wrap = is_wrap(L, *cf);
+    uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
+    /* A known key is no function made by coroutine.wrap, but on Lua 5.4 their one C function:
+       LuaJIT's, objects of their own, are never made keys. */
+    int wrap = (e == IDX_NONE || (*cf && *cf == ident_wrap)) && is_wrap(L, *cf);
     uint32_t w = wrap ? wrap_entry(P, L) : IDX_NONE;
     lua_pop(L, 1);
     if (w != IDX_NONE) return w;
+    if (e != IDX_NONE) return e;
     if (wrap && !*cf) ptr = &WRAP_MARK;
-    uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
+    e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
     return e != IDX_NONE ? e : c_entry(F, L, ar, ptr);
   }
   *cf = NULL;
