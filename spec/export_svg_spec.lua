@@ -182,6 +182,6 @@ describe("the demo's flame graph in Chromium", function()
   end)
 
   it("shows a frame's name, place, calls and share when the mouse is over it", function()
-    assert.matches("json_demo.lua:%d+%(decode%)  ·  .*json_demo.lua:%d+  ·  %d+ calls  ·  ", result.details)
+    assert.matches("json_demo.lua:%d+%(json%.decode%)  ·  .*json_demo.lua:%d+  ·  %d+ calls  ·  ", result.details)
   end)
 end)
