@@ -95,6 +95,7 @@ build = {
             "src/dump/read.c",
             "src/dump/write.c",
             "src/engine/engine.c",
+            "src/hook/defname.c",
             "src/hook/hook.c",
             "src/hook/ident.c",
             "src/hook/layout.c",
