@@ -53,6 +53,7 @@ build = {
       ["cprof.bias"] = "lua/cprof/bias.lua",
       ["cprof.browser"] = "lua/cprof/browser/init.lua",
       ["cprof.browser.grammar"] = "lua/cprof/browser/grammar.lua",
+      ["cprof.calibrate"] = "lua/cprof/calibrate.lua",
       ["cprof.cli"] = "lua/cprof/cli.lua",
       ["cprof.dump"] = "lua/cprof/dump.lua",
       ["cprof.export"] = "lua/cprof/export/init.lua",
