@@ -67,7 +67,8 @@ static int fast_path_default(void) {
 /* Profile{...}: the options, as Python's cProfile.Profile(timer, timeunit, subcalls, builtins)
    plus cprof's own. Read raw: the table's metamethods never run. */
 static const char *const OPTIONS[] = {"timer", "unit", "timeunit", "bias", "lines", "tree_cap",
-                                      "subcalls", "builtins", "fast_path", NULL};
+                                      "subcalls", "builtins", "fast_path", "exclude", "include",
+                                      NULL};
 
 /* Whether `a` is a likely typo of `b`: at most two single-character edits apart (and not
    about as short as the edits). */
@@ -160,7 +161,7 @@ static double unit_option(lua_State *L, const char **name) {
 static int l_new(lua_State *L) {
   cprof_timer timer = cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT;
-  int lines = 0, subcalls = 1, fast = fast_path_default();
+  int lines = 0, subcalls = 1, builtins = 1, fast = fast_path_default();
   int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
   double unit = 0, bias = 0;
   if (lua_istable(L, 1)) {
@@ -196,9 +197,7 @@ static int l_new(lua_State *L) {
     lines = boolean_option(L, "lines", 0);
     fast = boolean_option(L, "fast_path", fast);
     subcalls = boolean_option(L, "subcalls", 1);
-    if (!boolean_option(L, "builtins", 1))
-      return luaL_error(L, "cprof: option 'builtins' cannot be false: cprof always records C"
-                           " functions");
+    builtins = boolean_option(L, "builtins", 1);
     if (option(L, "bias") != LUA_TNIL) {
       bias = lua_tonumber(L, -1);
       if (!lua_isnumber(L, -1) || bias != bias)
@@ -216,6 +215,12 @@ static int l_new(lua_State *L) {
     return luaL_error(L, "bad argument #1 to 'Profile' (table expected, got %s)", luaL_typename(L, 1));
   }
   Profiler *P = push_profile(L, &timer, timer_fn, unit);
+  if (lua_istable(L, 1)) {
+    option(L, "exclude");
+    option(L, "include");
+    ident_set_filters(P, L, -2, -1, builtins);
+    lua_pop(L, 2);
+  }
   P->tree.limit = tree_cap;
   P->lines.on = lines;
   P->public_only = !fast;
@@ -238,6 +243,7 @@ static int l_sibling(lua_State *L) {
   P->public_only = lp->P.public_only;
   P->bias = lp->P.bias;
   ((LProfile *)P)->subcalls = lp->subcalls;
+  ident_copy_filters(P, &lp->P, L);
   return 1;
 }
 
@@ -390,6 +396,7 @@ static int l_gc(lua_State *L) {
   LProfile *lp = luaL_checkudata(L, 1, PROFILE_MT);
   hook_forget(&lp->P, L);
   ident_release(&lp->P, L);
+  ident_drop_filters(&lp->P, L);
   prof_free(&lp->P);
   luatimer_free(&lp->lt, L);
   return 0;

@@ -49,7 +49,7 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
              cprof_ticks now) {
   const Frame *caller = eng_caller(P, st, parent_ci, now);
   uint32_t lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE,
-                          caller ? caller->entry : IDX_NONE, entry);
+                          caller ? caller->entry : IDX_NONE, entry, P->fns.entries[entry].filter == FILTER_OUT);
   return lk == IDX_NONE ? -1 : eng_push(P, st, ci, lk, now);
 }
 
@@ -60,10 +60,28 @@ void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   if (at >= 0) eng_pop(P, st, now);
 }
 
+int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
+  const Stack *r = st->n > 0 ? st : st->resumer;
+  if (!r || r->n == 0) return 0;
+  Frame under = r->f[r->n - 1];  /* a copy: growing st may move it */
+  if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
+  Frame *fr = &st->f[st->n++];
+  *fr = under;
+  fr->ci = ci;
+  fr->t0 = now - st->away;
+  fr->subt = 0;
+  fr->line = IDX_NONE;
+  fr->first = 0;
+  fr->hidden = 1;
+  return 0;
+}
+
 int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now) {
   st->last = now;
   if (st->n == 0) return 0;
   Frame *fr = &st->f[st->n - 1];
+  /* The lines of a hidden function are part of its caller's current line. */
+  if (fr->hidden) return 0;
   cprof_ticks vnow = now - st->away;
   if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += vnow - fr->line_t0;
   fr->line = line_record(&P->lines, fr->entry, line);

@@ -52,12 +52,18 @@ static inline void eng_leave(Stat *s, int lowest, cprof_ticks tt, cprof_ticks it
   s->calls++;
 }
 
+/* Pushes the frame of a hidden call (a function the profile's filters leave out): it holds its
+   caller's records, so that the functions it calls are its caller's callees, and it charges
+   nothing of its own. A hidden call without a caller pushes nothing. */
+int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
+
 /* Pushes a frame for activation `ci` whose call took link `lk` (calltree.h), at `now`. Returns
    0, or -1 when out of memory (nothing pushed). */
 static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st, const void *ci,
                                                           uint32_t lk, cprof_ticks now) {
-  if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
   const Link *l = &P->tree.links[lk];
+  if (__builtin_expect(l->hidden, 0)) return eng_push_hidden(P, st, ci, now);
+  if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
   uint32_t n = st->n;
   Frame *fr = &st->f[n];
   fr->ci = ci;
@@ -68,6 +74,7 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
   fr->edge = l->edge;
   fr->node = l->node;
   fr->line = IDX_NONE;
+  fr->hidden = 0;
   int first = 0;
   /* A recursive call through the same link as its caller's: the frame below holds all three. */
   if (n == 0 || fr[-1].link != lk) {
@@ -89,6 +96,11 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
 /* Closes the top frame of st at `now`. */
 static inline void eng_pop(Profiler *P, Stack *st, cprof_ticks now) {
   Frame *fr = &st->f[--st->n];
+  /* A hidden frame's own time stays its caller's own time: only its callees' is passed on. */
+  if (__builtin_expect(fr->hidden, 0)) {
+    if (st->n > 0) st->f[st->n - 1].subt += fr->subt;
+    return;
+  }
   cprof_ticks vnow = now - st->away;
   cprof_ticks tt = vnow - fr->t0, it = tt - fr->subt;
   if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += vnow - fr->line_t0;

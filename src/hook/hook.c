@@ -113,7 +113,7 @@ static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *call
   if (e != IDX_NONE) {
     uint32_t links = P->tree.nlinks;
     lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE, caller ? caller->entry : IDX_NONE,
-                   e);
+                   e, ident_excluded(P, L, e));
     if (lk != IDX_NONE && P->tree.nlinks != links) ident_name_from_call(P, L, ar, e);
     if (lk != IDX_NONE && caller) tree_remember(&P->tree.nodes[caller->node], key, src, line, lk);
   }
@@ -194,11 +194,13 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
     *slow = 1;
     lk = miss(P, L, ar, caller, e, key, NULL, -1);
   }
+  uint32_t n = st->n;
   if (lk == IDX_NONE || eng_push(P, st, COMPAT_CI(*ar), lk, now)) {
     P->oom = 1;
     return HOOK_CALL_LUA;
   }
-  if (!COMPAT_PER_THREAD_HOOKS) st->ci_pending = P->fns.entries[e].kind != KIND_C;
+  /* (A hidden call without a caller pushed no frame.) */
+  if (!COMPAT_PER_THREAD_HOOKS) st->ci_pending = st->n > n && P->fns.entries[e].kind != KIND_C;
   if (COMPAT_PER_THREAD_HOOKS && cf && (cf == ident_resume || cf == ident_wrap))
     hook_resumed_thread(P, L, ar, cf);
   return cf ? HOOK_CALL_C : HOOK_CALL_LUA;

@@ -37,7 +37,11 @@ typedef struct Entry {
   uint8_t internal;  /* a profiler function: left out when it is open at disable() */
   uint8_t name_tries;/* new call sites left on which to look for a call-site name */
   uint8_t global;    /* `name` is a global name, which a call-site name replaces */
+  uint8_t filter;    /* FILTER_*: whether the profile's record-time filters keep it */
 } Entry;
+
+/* Entry.filter: decided on the first call of the function (hook/ident.c). */
+enum { FILTER_UNDECIDED, FILTER_IN, FILTER_OUT };
 
 /* One key a function was seen under. For a Lua function, `src` is the object that holds the
    chunk name's text (the fast path's TString, the public path's text pointer): `verify` says it

@@ -28,13 +28,14 @@ void prof_free(Profiler *P) {
 int prof_clear(Profiler *P) {
   cprof_timer timer = P->clock.timer;
   uint32_t limit = P->tree.limit;
-  int lines = P->lines.on, public_only = P->public_only;
+  int lines = P->lines.on, public_only = P->public_only, filters = P->filters;
   double bias = P->bias;
   prof_free(P);
   int r = prof_init(P, &timer);
   P->tree.limit = limit;
   P->lines.on = lines;
   P->public_only = public_only;
+  P->filters = filters;
   P->bias = bias;
   return r;
 }

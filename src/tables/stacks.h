@@ -27,6 +27,8 @@ typedef struct Frame {
   cprof_ticks line_t0;     /* when that line started, in its stack's own time */
   uint32_t prev_first;     /* 1 + the index of the next marked frame below, or 0 */
   uint8_t first;           /* FIRST_* marks */
+  uint8_t hidden;          /* a filtered-out function's: it holds its caller's records, none of
+                              its own (engine.h) */
 } Frame;
 
 struct Profiler;
