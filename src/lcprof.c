@@ -16,6 +16,7 @@
 #include "hook/hook.h"
 #include "hook/ident.h"
 #include "hook/layout.h"
+#include "hook/live.h"
 #include "hook/luatimer.h"
 #include "hook/proghook.h"
 #include "mem/lmemory.h"
@@ -309,6 +310,15 @@ static int l_now(lua_State *L) {
   return 1;
 }
 
+/* Zeroes the numbers, keeping the functions and the open frames (also while enabled). */
+static int l_reset(lua_State *L) {
+  Profiler *P = check(L);
+  prof_reset(P);
+  P->enabled_ns = 0;
+  if (P->enabled) P->enabled_at = now_ns();
+  return 0;
+}
+
 static int l_isenabled(lua_State *L) {
   lua_pushboolean(L, check(L)->enabled);
   return 1;
@@ -429,7 +439,7 @@ static const luaL_Reg methods[] = {
   {"enable", l_enable},       {"disable", l_disable},   {"clear", l_clear},
   {"getstats", l_getstats},   {"runcall", l_runcall},   {"is_enabled", l_isenabled},
   {"snapshot", l_snapshot},   {"bias", l_bias},         {"now", l_now},
-  {"sibling", l_sibling},
+  {"sibling", l_sibling},     {"reset", l_reset},
   {NULL, NULL}};
 
 int luaopen_cprof_core(lua_State *L) {
@@ -472,6 +482,7 @@ int luaopen_cprof_core(lua_State *L) {
   lua_setfield(L, -2, "metatable");
   lua_remove(L, -2);
   ldump_register(L);
+  live_register(L);
   lmemory_register(L);
   return 1;
 }

@@ -7,6 +7,7 @@
 #include "hook/hook.h"
 #include "hook/ident.h"
 #include "hook/layout.h"
+#include "hook/live.h"
 #include "hook/threads.h"
 #include "util/compat.h"
 #include "util/luapriv.h"
@@ -308,6 +309,8 @@ void hook_event(lua_State *L, lua_Debug *ar) {
       if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
       slow = slow || recs != P->lines.nrecs;
     }
+    /* A live dump runs here, between two events, on the hook's time. */
+    if (unlikely(live_pending()) && live_dump(P, L)) slow = 1;
     clock_stop(&P->clock, in, switched ? HOOK_SWITCH : kind, slow);
   }
   if (theirs && event != LUA_HOOKRET) st->prev_hook(L, ar);

@@ -49,5 +49,8 @@ int prof_init(Profiler *P, const cprof_timer *timer);
 void prof_free(Profiler *P);
 /* Forgets every number; keeps the timer and the options. Only while disabled. */
 int prof_clear(Profiler *P);
+/* Zeroes every count and time but keeps the tables and the open frames, so that it works while
+   enabled (a live dump with reset): a frame still open counts, when it closes, in full. */
+void prof_reset(Profiler *P);
 
 #endif
