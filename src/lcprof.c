@@ -195,7 +195,13 @@ static int l_new(lua_State *L) {
     } else if (unit_name) {
       return luaL_error(L, "cprof: option '%s' goes with a function timer", unit_name);
     }
-    lines = boolean_option(L, "lines", 0);
+    if (option(L, "lines") == LUA_TTABLE) {
+      lines = LINES_CHOSEN;
+      lua_pop(L, 1);
+    } else {
+      lua_pop(L, 1);
+      lines = boolean_option(L, "lines", 0) ? LINES_ALL : LINES_OFF;
+    }
     fast = boolean_option(L, "fast_path", fast);
     subcalls = boolean_option(L, "subcalls", 1);
     builtins = boolean_option(L, "builtins", 1);
@@ -221,6 +227,11 @@ static int l_new(lua_State *L) {
     option(L, "include");
     ident_set_filters(P, L, -2, -1, builtins);
     lua_pop(L, 2);
+    if (lines == LINES_CHOSEN) {
+      option(L, "lines");
+      ident_set_lines(P, L, -1);
+      lua_pop(L, 1);
+    }
   }
   P->tree.limit = tree_cap;
   P->lines.on = lines;

@@ -436,6 +436,29 @@ function cprof.region(name, opts)
   return p
 end
 
+--- cprof.wrap(f [, where]): a function that calls f with profiling on (line_profiler's
+--- @profile): each call of it runs f under profile `where` (a Profile, or the region of that
+--- name; default the region "wrap"), so the profile holds f and what it calls, nothing else.
+--- A call while the profile is on already (f recursing), or while another profile is enabled,
+--- just calls f.
+function cprof.wrap(f, where)
+  args.check(type(f) == "function", f, 1, "wrap", "function")
+  local p = where
+  if not is_profile(where) then
+    args.check(where == nil or type(where) == "string", where, 2, "wrap", "cprof.Profile or region name")
+    local name = where or "wrap"
+    p = cprof.regions[name]
+    if p == nil then
+      p = cprof.Profile()
+      cprof.regions[name] = p
+    end
+  end
+  return function(...)
+    if p:is_enabled() or not pcall(p.enable, p) then return f(...) end
+    return p:runcall(f, ...)
+  end
+end
+
 for _, f in pairs(methods) do
   if type(f) == "function" then core.mark_internal(f) end
 end

@@ -82,6 +82,8 @@ int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now) {
   Frame *fr = &st->f[st->n - 1];
   /* The lines of a hidden function are part of its caller's current line. */
   if (fr->hidden) return 0;
+  /* Another function's line event (a program's own line hook is on) is not recorded. */
+  if (P->lines.on == LINES_CHOSEN && P->fns.entries[fr->entry].lines != FILTER_IN) return 0;
   cprof_ticks vnow = now - st->away;
   if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += vnow - fr->line_t0;
   fr->line = line_record(&P->lines, fr->entry, line);

@@ -36,10 +36,23 @@ static void keep_prev_hook(Stack *st, lua_State *T) {
   st->prev_count = h ? lua_gethookcount(T) : 0;
 }
 
-static int our_mask(const Profiler *P) { return OUR_MASK | (P->lines.on ? LUA_MASKLINE : 0); }
+static int our_mask(const Profiler *P) {
+  return OUR_MASK | (P->lines.on == LINES_ALL ? LUA_MASKLINE : 0);
+}
+
+/* LINES_CHOSEN: after a call or a return, line events are asked for exactly while a chosen
+   function is on top, so that the rest of the program runs without them. */
+static void follow_lines(Profiler *P, Stack *st, lua_State *L) {
+  const Frame *top = st->n > 0 ? &st->f[st->n - 1] : NULL;
+  int want = top && !top->hidden && P->fns.entries[top->entry].lines == FILTER_IN;
+  if (want == st->lines_on) return;
+  st->lines_on = (uint8_t)want;
+  lua_sethook(L, hook_event, OUR_MASK | (want ? LUA_MASKLINE : 0) | st->prev_mask, st->prev_count);
+}
 
 static void install(Stack *st, lua_State *T) {
   keep_prev_hook(st, T);
+  st->lines_on = 0;
   lua_sethook(T, hook_event, our_mask(st->P) | st->prev_mask, st->prev_count);
 }
 
@@ -115,6 +128,7 @@ static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *call
     uint32_t links = P->tree.nlinks;
     lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE, caller ? caller->entry : IDX_NONE,
                    e, ident_excluded(P, L, e));
+    if (P->lines.on == LINES_CHOSEN) ident_choose_lines(P, L, e);
     if (lk != IDX_NONE && P->tree.nlinks != links) ident_name_from_call(P, L, ar, e);
     if (lk != IDX_NONE && caller) tree_remember(&P->tree.nodes[caller->node], key, src, line, lk);
   }
@@ -309,6 +323,7 @@ void hook_event(lua_State *L, lua_Debug *ar) {
       if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
       slow = slow || recs != P->lines.nrecs;
     }
+    if (unlikely(P->lines.on == LINES_CHOSEN) && kind != HOOK_LINE) follow_lines(P, st, L);
     /* A live dump runs here, between two events, on the hook's time. */
     if (unlikely(live_pending()) && live_dump(P, L)) slow = 1;
     clock_stop(&P->clock, in, switched ? HOOK_SWITCH : kind, slow);

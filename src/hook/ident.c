@@ -500,3 +500,66 @@ void ident_copy_filters(Profiler *to, const Profiler *from, lua_State *L) {
 }
 
 void ident_drop_filters(Profiler *P, lua_State *L) { share_filters(P, NULL, L); }
+
+/* ---- Functions chosen for line events --------------------------------------------------- */
+
+/* The filters table of P pushed (nil when P has none). */
+static void push_filters(const Profiler *P, lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &FILTERS_KEY);
+  if (lua_istable(L, -1)) lua_rawgetp(L, -1, P);
+  else lua_pushnil(L);
+  lua_remove(L, -2);
+}
+
+/* [filters, line defined, chunk-name text (light userdata), length]: whether that function is
+   chosen (filters.lines["<line>:<chunk name>"]). Called protected: it allocates. */
+static int is_chosen(lua_State *L) {
+  lua_getfield(L, 1, "lines");
+  lua_pushfstring(L, "%d:", (int)lua_tointeger(L, 2));
+  lua_pushlstring(L, lua_touserdata(L, 3), (size_t)lua_tointeger(L, 4));
+  lua_concat(L, 2);
+  lua_rawget(L, -2);
+  return 1;
+}
+
+void ident_choose_lines(Profiler *P, lua_State *L, uint32_t e) {
+  Entry *en = &P->fns.entries[e];
+  if (en->lines != FILTER_UNDECIDED) return;
+  if (en->kind == KIND_C || en->internal || !lua_checkstack(L, 8)) {
+    en->lines = FILTER_OUT;
+    return;
+  }
+  const Chunk *c = &P->fns.chunks[en->chunk];
+  lua_pushcfunction(L, is_chosen);
+  push_filters(P, L);
+  lua_pushinteger(L, en->line);
+  lua_pushlightuserdata(L, c->text);
+  lua_pushinteger(L, (lua_Integer)c->len);
+  if (lua_pcall(L, 4, 1, 0) == LUA_OK) en->lines = lua_toboolean(L, -1) ? FILTER_IN : FILTER_OUT;
+  lua_pop(L, 1);
+}
+
+void ident_set_lines(Profiler *P, lua_State *L, int idx) {
+  idx = lua_absindex(L, idx);
+  push_filters(P, L);
+  lua_newtable(L);
+  for (int i = 1;; i++) {
+    lua_rawgeti(L, idx, i);
+    if (lua_isnil(L, -1)) {
+      lua_pop(L, 1);
+      break;
+    }
+    if (!lua_isfunction(L, -1) || lua_iscfunction(L, -1))
+      luaL_error(L, "cprof: option 'lines': item %d must be a Lua function, not a %s", i,
+                 lua_iscfunction(L, -1) ? "C function (it has no lines)" : luaL_typename(L, -1));
+    lua_Debug ar;
+    lua_getinfo(L, ">S", &ar);
+    lua_pushfstring(L, "%d:", ar.linedefined);
+    lua_pushlstring(L, ar.source, compat_srclen(&ar));
+    lua_concat(L, 2);
+    lua_pushboolean(L, 1);
+    lua_rawset(L, -3);
+  }
+  lua_setfield(L, -2, "lines");
+  lua_pop(L, 1);
+}

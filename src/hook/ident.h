@@ -46,6 +46,12 @@ int ident_excluded(Profiler *P, lua_State *L, uint32_t e);
    pattern or a list of them on file names, or nil) and `builtins`; raises a Lua error naming
    the option for a bad one. */
 void ident_set_filters(Profiler *P, lua_State *L, int exclude, int include, int builtins);
+/* LINES_CHOSEN: sets entry e's `lines` (decided once per entry, on a call that missed its cache:
+   whether it is one of the functions chosen for line events). */
+void ident_choose_lines(Profiler *P, lua_State *L, uint32_t e);
+/* Sets the functions chosen for P's line events from the list at `idx` (option lines = {f, g});
+   raises a Lua error for a bad one. */
+void ident_set_lines(Profiler *P, lua_State *L, int idx);
 /* Gives profile `to` the filters of `from`. */
 void ident_copy_filters(Profiler *to, const Profiler *from, lua_State *L);
 /* Lets go of P's filters (P is being freed). */

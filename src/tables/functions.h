@@ -38,6 +38,7 @@ typedef struct Entry {
   uint8_t name_tries;/* new call sites left on which to look for a call-site name */
   uint8_t global;    /* `name` is a global name, which a call-site name replaces */
   uint8_t filter;    /* FILTER_*: whether the profile's record-time filters keep it */
+  uint8_t lines;     /* FILTER_IN: it is one of the functions chosen for line events */
 } Entry;
 
 /* Entry.filter: decided on the first call of the function (hook/ident.c). */

@@ -46,6 +46,7 @@ typedef struct Stack {
   cprof_ticks away;        /* time spent suspended: the stack's own time is the clock less this,
                               so a switch never touches the frames' times */
   uint8_t suspended;       /* yielded: its marked records are out of `active`, its clock stopped */
+  uint8_t lines_on;        /* line events are asked for on this thread (LINES_CHOSEN) */
   uint8_t ci_pending;      /* LuaJIT: the top frame's activation id is provisional (COMPAT_CI) */
   /* The hook the program had on this thread, called for the events it asked for. */
   lua_Hook prev_hook;
