@@ -202,4 +202,12 @@ end
 
 prof:enable()
 
-return { profile = prof, at_close = at_close, live = live }
+--- Stops this profile for good, with no report or dump at exit: another profile of the whole
+--- program takes over (cprof.busted makes one with its own filters).
+local function handover()
+  reported = true
+  prof:disable()
+  if live then live:stop() end
+end
+
+return { profile = prof, at_close = at_close, live = live, handover = handover }

@@ -62,8 +62,8 @@ void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
 
 int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   const Stack *r = st->n > 0 ? st : st->resumer;
-  if (!r || r->n == 0) return 0;
-  Frame under = r->f[r->n - 1];  /* a copy: growing st may move it */
+  Frame under = {.link = IDX_NONE, .entry = IDX_NONE, .edge = IDX_NONE, .node = IDX_NONE};
+  if (r && r->n > 0) under = r->f[r->n - 1];  /* a copy: growing st may move it */
   if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
   Frame *fr = &st->f[st->n++];
   *fr = under;
@@ -142,7 +142,9 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
 
 void eng_flush(Profiler *P, Stack *cur, cprof_ticks now) {
   if (cur) {
-    while (cur->n > 0 && P->fns.entries[cur->f[cur->n - 1].entry].internal) discard_top(P, cur);
+    while (cur->n > 0 && !cur->f[cur->n - 1].hidden &&
+           P->fns.entries[cur->f[cur->n - 1].entry].internal)
+      discard_top(P, cur);
     /* Close the running chain innermost first, so each resumer gets its coroutine's time. */
     for (Stack *st = cur; st; ) {
       Stack *up = st->resumer;

@@ -54,17 +54,29 @@ static inline void eng_leave(Stat *s, int lowest, cprof_ticks tt, cprof_ticks it
 
 /* Pushes the frame of a hidden call (a function the profile's filters leave out): it holds its
    caller's records, so that the functions it calls are its caller's callees, and it charges
-   nothing of its own. A hidden call without a caller pushes nothing. */
+   nothing of its own. Without a caller it holds no records (node IDX_NONE): the functions it
+   calls are roots (eng_real). */
 int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
+
+/* The frame a call is made from as a caller: NULL for none, or for a hidden frame that has no
+   recorded caller below it. */
+static inline const Frame *eng_real(const Frame *f) {
+  return f && f->node != IDX_NONE ? f : NULL;
+}
 
 /* Pushes a frame for activation `ci` whose call took link `lk` (calltree.h), at `now`. Returns
    0, or -1 when out of memory (nothing pushed). */
 static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st, const void *ci,
                                                           uint32_t lk, cprof_ticks now) {
   const Link *l = &P->tree.links[lk];
-  if (__builtin_expect(l->hidden, 0)) return eng_push_hidden(P, st, ci, now);
-  if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
   uint32_t n = st->n;
+  /* A C function called by a hidden one is hidden too: a library's calls of builtins are the
+     library's work. */
+  if (__builtin_expect(l->hidden, 0) ||
+      (__builtin_expect(P->filters & PROF_FILE_FILTERS, 0) && n > 0 && st->f[n - 1].hidden &&
+       P->fns.entries[l->entry].kind == KIND_C))
+    return eng_push_hidden(P, st, ci, now);
+  if (n == st->cap && stk_grow(&P->stacks, st)) return -1;
   Frame *fr = &st->f[n];
   fr->ci = ci;
   fr->t0 = now - st->away;
@@ -123,8 +135,8 @@ const Frame *eng_caller_slow(Profiler *P, Stack *st, const void *parent_ci, cpro
 static inline const Frame *eng_caller(Profiler *P, Stack *st, const void *parent_ci,
                                       cprof_ticks now) {
   st->last = now;
-  if (st->n > 0 && st->f[st->n - 1].ci == parent_ci) return &st->f[st->n - 1];
-  return eng_caller_slow(P, st, parent_ci, now);
+  if (st->n > 0 && st->f[st->n - 1].ci == parent_ci) return eng_real(&st->f[st->n - 1]);
+  return eng_real(eng_caller_slow(P, st, parent_ci, now));
 }
 
 /* A call at `now` of `entry` in activation `ci` whose caller is activation `parent_ci`: the

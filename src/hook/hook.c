@@ -151,7 +151,7 @@ static int fast_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_
      takes longer than this, completes. */
   const Frame *caller = st->n > 0 ? &st->f[st->n - 1] : NULL;
   uint32_t lk = IDX_NONE;
-  if (likely(caller && caller->ci == parent))
+  if (likely(caller && caller->ci == parent && caller->node != IDX_NONE))
     lk = tree_way(&P->tree.nodes[caller->node], key, src, line);
   if (now < 0) now = clock_at(&P->clock, in);
   if (likely(lk != IDX_NONE)) {
@@ -209,13 +209,11 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
     *slow = 1;
     lk = miss(P, L, ar, caller, e, key, NULL, -1);
   }
-  uint32_t n = st->n;
   if (lk == IDX_NONE || eng_push(P, st, COMPAT_CI(*ar), lk, now)) {
     P->oom = 1;
     return HOOK_CALL_LUA;
   }
-  /* (A hidden call without a caller pushed no frame.) */
-  if (!COMPAT_PER_THREAD_HOOKS) st->ci_pending = st->n > n && P->fns.entries[e].kind != KIND_C;
+  if (!COMPAT_PER_THREAD_HOOKS) st->ci_pending = P->fns.entries[e].kind != KIND_C;
   if (COMPAT_PER_THREAD_HOOKS && cf && (cf == ident_resume || cf == ident_wrap))
     hook_resumed_thread(P, L, ar, cf);
   return cf ? HOOK_CALL_C : HOOK_CALL_LUA;
