@@ -113,6 +113,22 @@ void eng_close_all(Profiler *P, Stack *st, cprof_ticks now) {
   close_above(P, st, -1, now);
 }
 
+/* The time a coroutine ran since control passed into it, up to `until`, that its resumer's
+   frame gets as callee time: all of it, or, when its body is hidden, only what its recorded
+   functions took (the rest is the resumer's own time, as for any hidden callee). */
+static cprof_ticks coroutine_time(Stack *st, cprof_ticks until) {
+  cprof_ticks d;
+  if (st->n > 0 && st->f[0].hidden) {
+    d = st->left + st->f[0].subt - st->passed;
+    st->passed = st->f[0].subt;
+  } else {
+    d = st->hidden_done ? st->left : until - st->switch_in;
+  }
+  st->left = 0;
+  st->hidden_done = 0;
+  return d;
+}
+
 int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
   int dead = 0;
   if (from) {
@@ -123,7 +139,8 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
     int back = to == from->resumer;
     if (back) {
       /* Control came back: all the coroutine did is the resumer's callee time. */
-      if (to->n > 0) to->f[to->n - 1].subt += from->last - from->switch_in;
+      cprof_ticks d = coroutine_time(from, from->last);
+      if (to->n > 0) to->f[to->n - 1].subt += d;
     } else if (status == LUA_OK && from->n > 0) {
       to->resumer = from;  /* `from` is still running, so it resumed `to` */
       to->switch_in = now;
@@ -149,7 +166,8 @@ void eng_flush(Profiler *P, Stack *cur, cprof_ticks now) {
     for (Stack *st = cur; st; ) {
       Stack *up = st->resumer;
       eng_close_all(P, st, now);
-      if (up && up->n > 0) up->f[up->n - 1].subt += now - st->switch_in;
+      cprof_ticks d = coroutine_time(st, now);
+      if (up && up->n > 0) up->f[up->n - 1].subt += d;
       st->resumer = NULL;
       st = up;
     }

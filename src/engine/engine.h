@@ -110,7 +110,13 @@ static inline void eng_pop(Profiler *P, Stack *st, cprof_ticks now) {
   Frame *fr = &st->f[--st->n];
   /* A hidden frame's own time stays its caller's own time: only its callees' is passed on. */
   if (__builtin_expect(fr->hidden, 0)) {
-    if (st->n > 0) st->f[st->n - 1].subt += fr->subt;
+    if (st->n > 0) {
+      st->f[st->n - 1].subt += fr->subt;
+    } else {
+      st->left += fr->subt - st->passed;
+      st->passed = 0;
+      st->hidden_done = 1;
+    }
     return;
   }
   cprof_ticks vnow = now - st->away;
