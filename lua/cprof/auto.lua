@@ -7,7 +7,7 @@
 --- CPROF_OUT: write the profile to this file as a dump (%p: the process id, %n: the dump's
 ---   number, %%: %), and print no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
 --- CPROF_SIGNAL: USR1, USR2 or HUP: on that signal, write a dump while the program runs (to
----   CPROF_OUT, or cprof.%p.%n.prof), at the profile's next event.
+---   CPROF_OUT, or cprof.%p.%n.prof), when a function next returns.
 --- CPROF_INTERVAL: write one such dump every this many seconds.
 --- CPROF_RESET: 1 zeroes the numbers after each dump: each file covers one interval.
 --- CPROF_EXCLUDE, CPROF_INCLUDE: Lua patterns on file names, separated by ';': functions of

@@ -279,7 +279,7 @@ local LIVE_OPTIONS = { file = "string", signal = "string", interval = "number", 
 --- p:live{file = name, signal = "USR1", interval = seconds, reset = bool}: dumps the running
 --- profile on that signal and every `interval` seconds, to `file` (cprof.dump_name: %p, %n),
 --- without stopping it; with reset, each dump covers the time since the previous one.  The
---- signal's handler only sets a flag; the dump is written at the profile's next event.  One
+--- signal's handler only sets a flag; the dump is written when a function next returns.  One
 --- at a time per process; returns a handle: h:dump(), h:stop() (also `<close>`).
 function methods:live(opts)
   check_self(self, "live")

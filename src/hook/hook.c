@@ -315,6 +315,9 @@ void hook_event(lua_State *L, lua_Debug *ar) {
     } else if (event == LUA_HOOKRET) {
       on_return(st, ar, now < 0 ? clock_at(&P->clock, in) : now);
       kind = HOOK_RETURN;
+      /* A live dump runs after a return (every program makes them), between two events, on
+         the hook's time. */
+      if (unlikely(live_pending()) && live_dump(P, L)) slow = 1;
     } else {
       if (now < 0) now = clock_at(&P->clock, in);
       uint32_t recs = P->lines.nrecs;
@@ -322,8 +325,6 @@ void hook_event(lua_State *L, lua_Debug *ar) {
       slow = slow || recs != P->lines.nrecs;
     }
     if (unlikely(P->lines.on == LINES_CHOSEN) && kind != HOOK_LINE) follow_lines(P, st, L);
-    /* A live dump runs here, between two events, on the hook's time. */
-    if (unlikely(live_pending()) && live_dump(P, L)) slow = 1;
     clock_stop(&P->clock, in, switched ? HOOK_SWITCH : kind, slow);
   }
   if (theirs && event != LUA_HOOKRET) st->prev_hook(L, ar);

@@ -1,9 +1,9 @@
 /*
  * hook/live.h — live dumps: a signal (CPROF_SIGNAL) or a timer thread (CPROF_INTERVAL) asks for
- * a dump, and the hook writes it at its next event, where the profile's tables are consistent.
- * The signal handler and the timer thread only set a flag; the hook tests it on every event
- * (one relaxed load) and runs the dump function, a Lua function, inside the hook, on no frame's
- * time.
+ * a dump, and the hook writes it after the next return, where the profile's tables are
+ * consistent. The signal handler and the timer thread only set a flag; the hook tests it on
+ * every return (one relaxed load) and runs the dump function, a Lua function, inside the hook,
+ * on no frame's time.
  */
 #ifndef CPROF_LIVE_H
 #define CPROF_LIVE_H
