@@ -20,11 +20,11 @@ describe("running out of memory", function()
 
   after_each(function() core.fail_allocations(-1) end)
 
-  it("never harms the program, at whichever allocation it happens", function()
+  -- From the first allocation on, until one failure point lies beyond everything the run needs.
+  local function each_failure_point(opts)
     local outcomes = { refused = 0, dropped = 0, complete = 0 }
-    -- From the first allocation on, until one failure point lies beyond everything the run needs.
     for n = 0, 1000 do
-      local p = cprof.Profile()
+      local p = cprof.Profile(opts)
       core.fail_allocations(n)
       local ok, result = pcall(p.runcall, p, workload)
       core.fail_allocations(-1)
@@ -42,6 +42,14 @@ describe("running out of memory", function()
     assert.is_true(outcomes.refused > 0, "some runs could not start")
     assert.is_true(outcomes.dropped > 0, "some runs were cut short")
     assert.is_true(outcomes.complete > 0, "late failures leave complete runs")
+  end
+
+  it("never harms the program, at whichever allocation it happens", function()
+    each_failure_point()
+  end)
+
+  it("never harms the program with filters and chosen lines either", function()
+    each_failure_point { builtins = false, exclude = "no such file", lines = { workload } }
   end)
 
   it("reports how many events were dropped", function()

@@ -142,6 +142,24 @@ describe("Profile{trace = true}", function()
     assert.equal(S.jit and 4 or 3, #threads)
   end)
 
+  it("gives a function the record-time filters leave out no events (builtins = false)", function()
+    local _, d = traced(tangle, { builtins = false })
+    local calls, left, orphans = replay(d)
+    assert.equal(0, left)
+    assert.same({}, orphans)
+    local seen = 0
+    for f = 1, d.frames.n do
+      assert.equal(d.frames.ncalls[f], calls[f] or 0, d.frames.name[f])
+      if d.frames.file[f] == "~" then
+        assert.is_nil(calls[f], "a C function in the trace: " .. d.frames.name[f])
+      end
+      seen = seen + (calls[f] or 0)
+    end
+    -- every event is a recorded function's call or return
+    assert.equal(d.trace.n, 2 * seen)
+    assert.is_nil(calls[0])
+  end)
+
   it("keeps the newest trace_size events and counts the ones it overwrote", function()
     local _, full = traced(function() fib(10) end)
     local _, d = traced(function() fib(10) end, { trace_size = 10 })

@@ -16,6 +16,7 @@
 #include "hook/hook.h"
 #include "hook/ident.h"
 #include "hook/layout.h"
+#include "hook/live.h"
 #include "hook/luatimer.h"
 #include "hook/proghook.h"
 #include "mem/lmemory.h"
@@ -67,8 +68,8 @@ static int fast_path_default(void) {
 /* Profile{...}: the options, as Python's cProfile.Profile(timer, timeunit, subcalls, builtins)
    plus cprof's own. Read raw: the table's metamethods never run. */
 static const char *const OPTIONS[] = {"timer", "unit", "timeunit", "bias", "lines", "tree_cap",
-                                      "subcalls", "builtins", "fast_path", "trace",
-                                      "trace_size", NULL};
+                                      "subcalls", "builtins", "fast_path", "exclude", "include",
+                                      "trace", "trace_size", NULL};
 
 /* Whether `a` is a likely typo of `b`: at most two single-character edits apart (and not
    about as short as the edits). */
@@ -161,7 +162,7 @@ static double unit_option(lua_State *L, const char **name) {
 static int l_new(lua_State *L) {
   cprof_timer timer = cprof_timer_default();
   uint32_t tree_cap = TREE_CAP_DEFAULT, trace_size = 0;
-  int lines = 0, subcalls = 1, fast = fast_path_default();
+  int lines = 0, subcalls = 1, builtins = 1, fast = fast_path_default();
   int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
   double unit = 0, bias = 0;
   if (lua_istable(L, 1)) {
@@ -194,12 +195,16 @@ static int l_new(lua_State *L) {
     } else if (unit_name) {
       return luaL_error(L, "cprof: option '%s' goes with a function timer", unit_name);
     }
-    lines = boolean_option(L, "lines", 0);
+    if (option(L, "lines") == LUA_TTABLE) {
+      lines = LINES_CHOSEN;
+      lua_pop(L, 1);
+    } else {
+      lua_pop(L, 1);
+      lines = boolean_option(L, "lines", 0) ? LINES_ALL : LINES_OFF;
+    }
     fast = boolean_option(L, "fast_path", fast);
     subcalls = boolean_option(L, "subcalls", 1);
-    if (!boolean_option(L, "builtins", 1))
-      return luaL_error(L, "cprof: option 'builtins' cannot be false: cprof always records C"
-                           " functions");
+    builtins = boolean_option(L, "builtins", 1);
     if (option(L, "bias") != LUA_TNIL) {
       bias = lua_tonumber(L, -1);
       if (!lua_isnumber(L, -1) || bias != bias)
@@ -227,6 +232,17 @@ static int l_new(lua_State *L) {
     return luaL_error(L, "bad argument #1 to 'Profile' (table expected, got %s)", luaL_typename(L, 1));
   }
   Profiler *P = push_profile(L, &timer, timer_fn, unit);
+  if (lua_istable(L, 1)) {
+    option(L, "exclude");
+    option(L, "include");
+    ident_set_filters(P, L, -2, -1, builtins);
+    lua_pop(L, 2);
+    if (lines == LINES_CHOSEN) {
+      option(L, "lines");
+      ident_set_lines(P, L, -1);
+      lua_pop(L, 1);
+    }
+  }
   P->tree.limit = tree_cap;
   P->trace.size = trace_size;
   P->lines.on = lines;
@@ -252,6 +268,7 @@ static int l_sibling(lua_State *L) {
   P->public_only = lp->P.public_only;
   P->bias = lp->P.bias;
   ((LProfile *)P)->subcalls = lp->subcalls;
+  ident_copy_filters(P, &lp->P, L);
   return 1;
 }
 
@@ -315,6 +332,15 @@ static int l_now(lua_State *L) {
   P->clock.L = L;
   lua_pushnumber(L, (lua_Number)clock_read_outside(&P->clock) * P->clock.timer.unit);
   return 1;
+}
+
+/* Zeroes the numbers, keeping the functions and the open frames (also while enabled). */
+static int l_reset(lua_State *L) {
+  Profiler *P = check(L);
+  prof_reset(P);
+  P->enabled_ns = 0;
+  if (P->enabled) P->enabled_at = now_ns();
+  return 0;
 }
 
 static int l_isenabled(lua_State *L) {
@@ -404,6 +430,7 @@ static int l_gc(lua_State *L) {
   LProfile *lp = luaL_checkudata(L, 1, PROFILE_MT);
   hook_forget(&lp->P, L);
   ident_release(&lp->P, L);
+  ident_drop_filters(&lp->P, L);
   prof_free(&lp->P);
   luatimer_free(&lp->lt, L);
   return 0;
@@ -436,7 +463,7 @@ static const luaL_Reg methods[] = {
   {"enable", l_enable},       {"disable", l_disable},   {"clear", l_clear},
   {"getstats", l_getstats},   {"runcall", l_runcall},   {"is_enabled", l_isenabled},
   {"snapshot", l_snapshot},   {"bias", l_bias},         {"now", l_now},
-  {"sibling", l_sibling},
+  {"sibling", l_sibling},     {"reset", l_reset},
   {NULL, NULL}};
 
 int luaopen_cprof_core(lua_State *L) {
@@ -479,6 +506,7 @@ int luaopen_cprof_core(lua_State *L) {
   lua_setfield(L, -2, "metatable");
   lua_remove(L, -2);
   ldump_register(L);
+  live_register(L);
   lmemory_register(L);
   return 1;
 }

@@ -4,8 +4,15 @@
 ---
 --- CPROF_SORT: sort keys, comma-separated (default "cumulative").
 --- CPROF_LIMIT: how many rows to print (default 30; 0 or "all" for every row).
---- CPROF_OUT: write the profile to this file as a dump (%p: the process id, %%: %), and print
----   no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
+--- CPROF_OUT: write the profile to this file as a dump (%p: the process id, %n: the dump's
+---   number, %%: %), and print no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
+--- CPROF_SIGNAL: USR1, USR2 or HUP: on that signal, write a dump while the program runs (to
+---   CPROF_OUT, or cprof.%p.%n.prof), when a function next returns.
+--- CPROF_INTERVAL: write one such dump every this many seconds.
+--- CPROF_RESET: 1 zeroes the numbers after each dump: each file covers one interval.
+--- CPROF_EXCLUDE, CPROF_INCLUDE: Lua patterns on file names, separated by ';': functions of
+---   excluded files (or of files no include pattern finds) are not recorded; their time is
+---   their nearest recorded caller's.  CPROF_BUILTINS=0: C functions are not recorded.
 --- CPROF_REPORT: 1 prints the report also when CPROF_OUT is set.
 --- CPROF_QUIET: 1 prints no report.
 --- CPROF_CALIBRATE: 1 measures the bias model before the script starts (Profile:calibrate); save
@@ -41,7 +48,7 @@ local cprof = require "cprof"
 local core = require("cprof.version").core()
 local report = require "cprof.report"
 
-local io, getenv, exit, pcall, tostring, tonumber = io, os.getenv, os.exit, pcall, tostring, tonumber
+local io, getenv, exit, pcall, tostring, tonumber, pairs = io, os.getenv, os.exit, pcall, tostring, tonumber, pairs
 
 local function say(msg)
   io.stderr:write("cprof: ", msg, "\n")
@@ -53,17 +60,38 @@ local function flag(name)
   return v ~= nil and v ~= "" and v ~= "0"
 end
 
+-- A list setting: its items, separated by ';' (nil when unset or empty).
+local function list(name)
+  local v = getenv(name)
+  if v == nil or v == "" then return nil end
+  local items = {}
+  for item in v:gmatch("[^;]+") do items[#items + 1] = item end
+  return items
+end
+
 -- CPROF_TIMER names the timer; one that cannot be had is reported and the default is used.
--- CPROF_LINES=1 adds line events, CPROF_TRACE=1 the time line.
+-- CPROF_LINES=1 adds line events, CPROF_TRACE=1 the time line; the filters are CPROF_EXCLUDE,
+-- CPROF_INCLUDE, CPROF_BUILTINS. A bad filter is reported and the profile is made without filters.
 local function new_profile()
-  local lines = getenv("CPROF_LINES") == "1" or nil
-  local trace = getenv("CPROF_TRACE") == "1" or nil
+  local opts = { lines = getenv("CPROF_LINES") == "1" or nil,
+                 trace = getenv("CPROF_TRACE") == "1" or nil }
+  local filters = { exclude = list("CPROF_EXCLUDE"), include = list("CPROF_INCLUDE"),
+                    builtins = getenv("CPROF_BUILTINS") ~= "0" }
+  for k, v in pairs(filters) do opts[k] = v end
+  local ok, err = pcall(cprof.Profile, opts)
+  if not ok then
+    say("CPROF_EXCLUDE/CPROF_INCLUDE: " .. tostring(err):gsub("^cprof: ", "") .. "; recording every function")
+    for k in pairs(filters) do opts[k] = nil end
+  end
   local name = getenv("CPROF_TIMER")
-  if name == nil or name == "" then return cprof.Profile { lines = lines, trace = trace } end
-  local ok, p = pcall(cprof.Profile, { timer = name, lines = lines, trace = trace })
+  if name == nil or name == "" then return cprof.Profile(opts) end
+  opts.timer = name
+  local p
+  ok, p = pcall(cprof.Profile, opts)
   if ok then return p end
   say("CPROF_TIMER: " .. tostring(p):gsub("^cprof: ", "") .. "; using the default timer")
-  return cprof.Profile { lines = lines, trace = trace }
+  opts.timer = nil
+  return cprof.Profile(opts)
 end
 
 local prof = new_profile()
@@ -103,19 +131,31 @@ local function row_limit()
   return n
 end
 
---- The CPROF_OUT path with %p replaced by the process id and %% by %; a child's has its process
---- id added when the name has no %p, so that it never writes over the dump of its parent.
-local function out_path(s)
-  local has_pid = false
-  local path = s:gsub("%%([%%p]?)", function(c)
-    if c == "p" then
-      has_pid = true
-      return tostring(pid)
-    end
-    return "%"
-  end)
-  if pid ~= root and not has_pid then path = path .. "." .. tostring(pid) end
+--- The CPROF_OUT path of dump number `seq` (cprof.dump_name); a child's has its process id
+--- added when the name has no %p, so that it never writes over the dump of its parent.
+local function out_path(s, seq)
+  local path = cprof.dump_name(s, seq)
+  if pid ~= root and not s:gsub("%%%%", ""):find("%%p") then path = path .. "." .. tostring(pid) end
   return path
+end
+
+-- CPROF_SIGNAL, CPROF_INTERVAL, CPROF_RESET: live dumps (Profile:live), or nil.
+local live
+do
+  local sig, every = getenv("CPROF_SIGNAL"), getenv("CPROF_INTERVAL")
+  if sig == "" then sig = nil end
+  local seconds = every ~= nil and every ~= "" and tonumber(every) or nil
+  if every ~= nil and every ~= "" and not (seconds and seconds > 0) then
+    say(("CPROF_INTERVAL must be a positive number of seconds, not '%s'"):format(every))
+  end
+  if sig or seconds then
+    local out = getenv("CPROF_OUT")
+    if out == nil or out == "" then out = "cprof.%p.%n.prof" end
+    local ok, h = pcall(prof.live, prof, { file = function(n) return out_path(out, n) end,
+                                          signal = sig, interval = seconds,
+                                          reset = flag("CPROF_RESET") })
+    if ok then live = h else say((tostring(h):gsub("^cprof: ", ""))) end
+  end
 end
 
 local function finish()
@@ -124,8 +164,11 @@ local function finish()
   prof:disable()
   local out = getenv("CPROF_OUT")
   local has_out = out ~= nil and out ~= ""
+  if live then live:stop() end
   if has_out then
-    local ok, err = pcall(prof.dump_stats, prof, out_path(out))
+    local ok, err
+    if live then ok, err = pcall(live.dump, live)
+    else ok, err = pcall(prof.dump_stats, prof, out_path(out, 1)) end
     if not ok then io.stderr:write((tostring(err):gsub("\n", " ")), "\n") end
   end
   if not flag("CPROF_REPORT") and (has_out or flag("CPROF_QUIET")) then return end
@@ -172,4 +215,12 @@ end
 
 prof:enable()
 
-return { profile = prof, at_close = at_close }
+--- Stops this profile for good, with no report or dump at exit: another profile of the whole
+--- program takes over (cprof.busted makes one with its own filters).
+local function handover()
+  reported = true
+  prof:disable()
+  if live then live:stop() end
+end
+
+return { profile = prof, at_close = at_close, live = live, handover = handover }

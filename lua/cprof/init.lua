@@ -295,13 +295,88 @@ function methods:dump_data()
   return d
 end
 
---- Writes the profile to `file` as a cprof dump (cprof.load and cprof-stats read it).
---- Raises "cprof: <file>: <reason>" when it cannot.
-function methods:dump_stats(file)
+--- Writes the profile to `file` as a cprof dump (cprof.load and cprof-stats read it), also while
+--- it runs; with opts.reset, then zeroes its numbers (p:reset()), so that the next dump covers
+--- only what ran after this one.  Raises "cprof: <file>: <reason>" when it cannot.
+function methods:dump_stats(file, opts)
   check_self(self, "dump_stats")
   dump.check_path(file, "dump_stats", 2)
+  local reset = false
+  if opts ~= nil then
+    args.check(type(opts) == "table", opts, 2, "dump_stats", "table of options")
+    for k, v in next, opts do
+      if k ~= "reset" then args.fail(2, "dump_stats", ("unknown option '%s' (the option is reset)"):format(tostring(k))) end
+      args.check(type(v) == "boolean", v, 2, "dump_stats", "reset = true or false:")
+    end
+    reset = rawget(opts, "reset") == true
+  end
   dump.write(file, self:dump_data())
+  if reset then self:reset() end
   return self
+end
+
+--- A dump file name: `pattern` with %p replaced by the process id, %n by `seq` (the dump's
+--- number) and %% by %.
+function cprof.dump_name(pattern, seq)
+  return (pattern:gsub("%%([%%pn]?)", function(c)
+    if c == "p" then return tostring(process_id()) end
+    if c == "n" then return tostring(seq) end
+    return "%"
+  end))
+end
+
+-- A profile's live dumps (p:live): a handle.
+local Live = {}
+Live.__index = Live
+args.name_objects(Live, "cprof.Live")
+
+--- Writes the next dump now (its file name with the next number); returns the name.
+function Live:dump()
+  self.n = self.n + 1
+  local name = self.name(self.n)
+  self.profile:dump_stats(name, { reset = self.reset })
+  return name
+end
+
+--- No more signals or timer: what asks for dumps is gone (the profile goes on).
+function Live:stop()
+  self.handle:stop()
+end
+Live.__close = Live.stop
+
+local LIVE_OPTIONS = { file = "string", signal = "string", interval = "number", reset = "boolean" }
+
+--- p:live{file = name, signal = "USR1", interval = seconds, reset = bool}: dumps the running
+--- profile on that signal and every `interval` seconds, to `file` (cprof.dump_name: %p, %n),
+--- without stopping it; with reset, each dump covers the time since the previous one.  The
+--- signal's handler only sets a flag; the dump is written when a function next returns.  One
+--- at a time per process; returns a handle: h:dump(), h:stop() (also `<close>`).
+function methods:live(opts)
+  check_self(self, "live")
+  args.check(type(opts) == "table", opts, 1, "live", "table of options")
+  for k, v in next, opts do
+    local want = LIVE_OPTIONS[k]
+    if not want then
+      args.fail(1, "live", ("unknown option '%s' (the options are file, signal, interval, reset)"):format(tostring(k)))
+    end
+    args.check(type(v) == want or (k == "file" and type(v) == "function"), v, 1, "live", want .. " as " .. k)
+  end
+  local file = rawget(opts, "file")
+  args.check(file ~= nil, file, 1, "live", "a file name as file")
+  local interval = rawget(opts, "interval")
+  if interval ~= nil and not (interval > 0) then
+    args.fail(1, "live", "interval must be a positive number of seconds")
+  end
+  local h = setmetatable({ profile = self, n = 0, reset = rawget(opts, "reset") == true }, Live)
+  h.name = type(file) == "function" and file or function(n) return cprof.dump_name(file, n) end
+  local function on_request()
+    local ok, err = pcall(h.dump, h)
+    if not ok then io.stderr:write("cprof: live dump: ", (tostring(err):gsub("\n", " ")), "\n") end
+  end
+  local ok, handle = pcall(core.live, on_request, rawget(opts, "signal"), interval)
+  if not ok then error(handle, 2) end
+  h.handle = handle
+  return h
 end
 
 --- Reads a dump written by dump_stats (or cprof.auto with CPROF_OUT): the data table of
@@ -429,6 +504,29 @@ function cprof.region(name, opts)
   local ok, err = pcall(p.enable, p)
   if not ok then error(err, 2) end
   return p
+end
+
+--- cprof.wrap(f [, where]): a function that calls f with profiling on (line_profiler's
+--- @profile): each call of it runs f under profile `where` (a Profile, or the region of that
+--- name; default the region "wrap"), so the profile holds f and what it calls, nothing else.
+--- A call while the profile is on already (f recursing), or while another profile is enabled,
+--- just calls f.
+function cprof.wrap(f, where)
+  args.check(type(f) == "function", f, 1, "wrap", "function")
+  local p = where
+  if not is_profile(where) then
+    args.check(where == nil or type(where) == "string", where, 2, "wrap", "cprof.Profile or region name")
+    local name = where or "wrap"
+    p = cprof.regions[name]
+    if p == nil then
+      p = cprof.Profile()
+      cprof.regions[name] = p
+    end
+  end
+  return function(...)
+    if p:is_enabled() or not pcall(p.enable, p) then return f(...) end
+    return p:runcall(f, ...)
+  end
 end
 
 for _, f in pairs(methods) do

@@ -58,7 +58,8 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
              cprof_ticks now) {
   const Frame *caller = eng_caller(P, st, parent_ci, now);
   uint32_t lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE,
-                          caller ? caller->entry : IDX_NONE, entry);
+                          caller ? caller->entry : IDX_NONE, entry,
+                          P->fns.entries[entry].filter == FILTER_OUT);
   if (lk == IDX_NONE || eng_push(P, st, ci, lk, now)) return -1;
   if (P->tracing) eng_trace_call(P, st);
   return 0;
@@ -71,10 +72,30 @@ void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   if (at >= 0) pop(P, st, now);
 }
 
+int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
+  const Stack *r = st->n > 0 ? st : st->resumer;
+  Frame under = {.link = IDX_NONE, .entry = IDX_NONE, .edge = IDX_NONE, .node = IDX_NONE};
+  if (r && r->n > 0) under = r->f[r->n - 1];  /* a copy: growing st may move it */
+  if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
+  Frame *fr = &st->f[st->n++];
+  *fr = under;
+  fr->ci = ci;
+  fr->t0 = now - st->away;
+  fr->subt = 0;
+  fr->line = IDX_NONE;
+  fr->first = 0;
+  fr->hidden = 1;
+  return 0;
+}
+
 int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now) {
   st->last = now;
   if (st->n == 0) return 0;
   Frame *fr = &st->f[st->n - 1];
+  /* The lines of a hidden function are part of its caller's current line. */
+  if (fr->hidden) return 0;
+  /* Another function's line event (a program's own line hook is on) is not recorded. */
+  if (P->lines.on == LINES_CHOSEN && P->fns.entries[fr->entry].lines != FILTER_IN) return 0;
   cprof_ticks vnow = now - st->away;
   if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += vnow - fr->line_t0;
   fr->line = line_record(&P->lines, fr->entry, line);
@@ -104,6 +125,22 @@ void eng_close_all(Profiler *P, Stack *st, cprof_ticks now) {
   close_above(P, st, -1, now);
 }
 
+/* The time a coroutine ran since control passed into it, up to `until`, that its resumer's
+   frame gets as callee time: all of it, or, when its body is hidden, only what its recorded
+   functions took (the rest is the resumer's own time, as for any hidden callee). */
+static cprof_ticks coroutine_time(Stack *st, cprof_ticks until) {
+  cprof_ticks d;
+  if (st->n > 0 && st->f[0].hidden) {
+    d = st->left + st->f[0].subt - st->passed;
+    st->passed = st->f[0].subt;
+  } else {
+    d = st->hidden_done ? st->left : until - st->switch_in;
+  }
+  st->left = 0;
+  st->hidden_done = 0;
+  return d;
+}
+
 int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
   int dead = 0;
   if (from) {
@@ -114,7 +151,8 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
     int back = to == from->resumer;
     if (back) {
       /* Control came back: all the coroutine did is the resumer's callee time. */
-      if (to->n > 0) to->f[to->n - 1].subt += from->last - from->switch_in;
+      cprof_ticks d = coroutine_time(from, from->last);
+      if (to->n > 0) to->f[to->n - 1].subt += d;
     } else if (status == LUA_OK && from->n > 0) {
       to->resumer = from;  /* `from` is still running, so it resumed `to` */
       to->switch_in = now;
@@ -133,13 +171,15 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
 
 void eng_flush(Profiler *P, Stack *cur, cprof_ticks now) {
   if (cur) {
-    while (cur->n > 0 && P->fns.entries[cur->f[cur->n - 1].entry].internal)
+    while (cur->n > 0 && !cur->f[cur->n - 1].hidden &&
+           P->fns.entries[cur->f[cur->n - 1].entry].internal)
       discard_top(P, cur, now);
     /* Close the running chain innermost first, so each resumer gets its coroutine's time. */
     for (Stack *st = cur; st; ) {
       Stack *up = st->resumer;
       eng_close_all(P, st, now);
-      if (up && up->n > 0) up->f[up->n - 1].subt += now - st->switch_in;
+      cprof_ticks d = coroutine_time(st, now);
+      if (up && up->n > 0) up->f[up->n - 1].subt += d;
       st->resumer = NULL;
       st = up;
     }

@@ -52,13 +52,31 @@ static inline void eng_leave(Stat *s, int lowest, cprof_ticks tt, cprof_ticks it
   s->calls++;
 }
 
+/* Pushes the frame of a hidden call (a function the profile's filters leave out): it holds its
+   caller's records, so that the functions it calls are its caller's callees, and it charges
+   nothing of its own. Without a caller it holds no records (node IDX_NONE): the functions it
+   calls are roots (eng_real). */
+int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
+
+/* The frame a call is made from as a caller: NULL for none, or for a hidden frame that has no
+   recorded caller below it. */
+static inline const Frame *eng_real(const Frame *f) {
+  return f && f->node != IDX_NONE ? f : NULL;
+}
+
 /* Pushes a frame for activation `ci` whose call took link `lk` (calltree.h), at `now`. Returns
    0, or -1 when out of memory (nothing pushed). */
 static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st, const void *ci,
                                                           uint32_t lk, cprof_ticks now) {
-  if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
   const Link *l = &P->tree.links[lk];
   uint32_t n = st->n;
+  /* A C function called by a hidden one is hidden too: a library's calls of builtins are the
+     library's work. */
+  if (__builtin_expect(l->hidden, 0) ||
+      (__builtin_expect(P->filters & PROF_FILE_FILTERS, 0) && n > 0 && st->f[n - 1].hidden &&
+       P->fns.entries[l->entry].kind == KIND_C))
+    return eng_push_hidden(P, st, ci, now);
+  if (n == st->cap && stk_grow(&P->stacks, st)) return -1;
   Frame *fr = &st->f[n];
   fr->ci = ci;
   fr->t0 = now - st->away;
@@ -68,6 +86,7 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
   fr->edge = l->edge;
   fr->node = l->node;
   fr->line = IDX_NONE;
+  fr->hidden = 0;
   int first = 0;
   /* A recursive call through the same link as its caller's: the frame below holds all three. */
   if (n == 0 || fr[-1].link != lk) {
@@ -90,6 +109,17 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
 static inline __attribute__((always_inline)) void eng_pop(Profiler *P, Stack *st,
                                                           cprof_ticks now) {
   Frame *fr = &st->f[--st->n];
+  /* A hidden frame's own time stays its caller's own time: only its callees' is passed on. */
+  if (__builtin_expect(fr->hidden, 0)) {
+    if (st->n > 0) {
+      st->f[st->n - 1].subt += fr->subt;
+    } else {
+      st->left += fr->subt - st->passed;
+      st->passed = 0;
+      st->hidden_done = 1;
+    }
+    return;
+  }
   cprof_ticks vnow = now - st->away;
   cprof_ticks tt = vnow - fr->t0, it = tt - fr->subt;
   if (fr->line != IDX_NONE) P->lines.recs[fr->line].time += vnow - fr->line_t0;
@@ -104,13 +134,14 @@ static inline __attribute__((always_inline)) void eng_pop(Profiler *P, Stack *st
 }
 
 /* The trace's call event of the top frame of st (just pushed), and its return event (about to
-   be popped) at `now`. */
+   be popped) at `now`. A hidden frame is its caller's time, so it has no events. */
 static inline void eng_trace_call(Profiler *P, const Stack *st) {
   const Frame *fr = &st->f[st->n - 1];
-  trace_add(&P->trace, st->id, fr->node, fr->t0 + st->away);
+  if (!fr->hidden) trace_add(&P->trace, st->id, fr->node, fr->t0 + st->away);
 }
 static inline void eng_trace_return(Profiler *P, const Stack *st, cprof_ticks now) {
-  trace_add(&P->trace, st->id | TRACE_RETURN, st->f[st->n - 1].node, now);
+  const Frame *fr = &st->f[st->n - 1];
+  if (!fr->hidden) trace_add(&P->trace, st->id | TRACE_RETURN, fr->node, now);
 }
 
 /* The frame that makes a call in activation `parent_ci` (NULL: none in this thread) at `now`:
@@ -122,8 +153,8 @@ const Frame *eng_caller_slow(Profiler *P, Stack *st, const void *parent_ci, cpro
 static inline const Frame *eng_caller(Profiler *P, Stack *st, const void *parent_ci,
                                       cprof_ticks now) {
   st->last = now;
-  if (st->n > 0 && st->f[st->n - 1].ci == parent_ci) return &st->f[st->n - 1];
-  return eng_caller_slow(P, st, parent_ci, now);
+  if (st->n > 0 && st->f[st->n - 1].ci == parent_ci) return eng_real(&st->f[st->n - 1]);
+  return eng_real(eng_caller_slow(P, st, parent_ci, now));
 }
 
 /* A call at `now` of `entry` in activation `ci` whose caller is activation `parent_ci`: the

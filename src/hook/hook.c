@@ -7,6 +7,7 @@
 #include "hook/hook.h"
 #include "hook/ident.h"
 #include "hook/layout.h"
+#include "hook/live.h"
 #include "hook/threads.h"
 #include "util/compat.h"
 #include "util/luapriv.h"
@@ -35,10 +36,23 @@ static void keep_prev_hook(Stack *st, lua_State *T) {
   st->prev_count = h ? lua_gethookcount(T) : 0;
 }
 
-static int our_mask(const Profiler *P) { return OUR_MASK | (P->lines.on ? LUA_MASKLINE : 0); }
+static int our_mask(const Profiler *P) {
+  return OUR_MASK | (P->lines.on == LINES_ALL ? LUA_MASKLINE : 0);
+}
+
+/* LINES_CHOSEN: after a call or a return, line events are asked for exactly while a chosen
+   function is on top, so that the rest of the program runs without them. */
+static void follow_lines(Profiler *P, Stack *st, lua_State *L) {
+  const Frame *top = st->n > 0 ? &st->f[st->n - 1] : NULL;
+  int want = top && !top->hidden && P->fns.entries[top->entry].lines == FILTER_IN;
+  if (want == st->lines_on) return;
+  st->lines_on = (uint8_t)want;
+  lua_sethook(L, hook_event, OUR_MASK | (want ? LUA_MASKLINE : 0) | st->prev_mask, st->prev_count);
+}
 
 static void install(Stack *st, lua_State *T) {
   keep_prev_hook(st, T);
+  st->lines_on = 0;
   lua_sethook(T, hook_event, our_mask(st->P) | st->prev_mask, st->prev_count);
 }
 
@@ -113,7 +127,8 @@ static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *call
   if (e != IDX_NONE) {
     uint32_t links = P->tree.nlinks;
     lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE, caller ? caller->entry : IDX_NONE,
-                   e);
+                   e, ident_excluded(P, L, e));
+    if (P->lines.on == LINES_CHOSEN) ident_choose_lines(P, L, e);
     if (lk != IDX_NONE && P->tree.nlinks != links) ident_name_from_call(P, L, ar, e);
     if (lk != IDX_NONE && caller) tree_remember(&P->tree.nodes[caller->node], key, src, line, lk);
   }
@@ -149,7 +164,7 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
      takes longer than this, completes. */
   const Frame *caller = st->n > 0 ? &st->f[st->n - 1] : NULL;
   uint32_t lk = IDX_NONE;
-  if (likely(caller && caller->ci == parent))
+  if (likely(caller && caller->ci == parent && caller->node != IDX_NONE))
     lk = tree_way(&P->tree.nodes[caller->node], key, src, line);
   if (now < 0) now = clock_at(&P->clock, in);
   if (likely(lk != IDX_NONE)) {
@@ -279,12 +294,16 @@ static inline __attribute__((always_inline)) void record(Profiler *P, Stack *st,
   } else if (event == LUA_HOOKRET) {
     on_return(st, ar, now < 0 ? clock_at(&P->clock, in) : now, traced);
     kind = HOOK_RETURN;
+    /* A live dump runs after a return (every program makes them), between two events, on
+       the hook's time. */
+    if (unlikely(live_pending()) && live_dump(P, L)) slow = 1;
   } else {
     if (now < 0) now = clock_at(&P->clock, in);
     uint32_t recs = P->lines.nrecs;
     if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
     slow = slow || recs != P->lines.nrecs;
   }
+  if (unlikely(P->lines.on == LINES_CHOSEN) && kind != HOOK_LINE) follow_lines(P, st, L);
   clock_stop(&P->clock, in, switched ? HOOK_SWITCH : kind, slow);
 }
 

@@ -64,33 +64,42 @@ static int link_matches(const LinkProbe *q, uint32_t i) {
   return q->T->links[i].from == q->from && q->T->links[i].entry == q->entry;
 }
 
-uint32_t tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry) {
+/* The edge and node of a call that is not hidden, in *lk; returns the node, which is T->nnodes
+   when it is new (committed by the caller), or IDX_NONE when out of memory. */
+static uint32_t new_path(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry,
+                         Link *lk) {
+  lk->edge = IDX_NONE;
+  if (from_entry != IDX_NONE) {
+    lk->edge = tree_edge(T, from_entry, entry);
+    if (lk->edge == IDX_NONE) return IDX_NONE;
+  }
+  uint32_t node = path_node_of(T, from, entry);
+  if (node == IDX_NONE && from != IDX_NONE && T->nnodes >= T->limit) {
+    lk->capped = 1;
+    return from;
+  }
+  if (node != IDX_NONE) return node;
+  if (array_reserve((void **)&T->nodes, &T->cnodes, sizeof *T->nodes, T->nnodes, 512))
+    return IDX_NONE;
+  node = T->nnodes;
+  memset(&T->nodes[node], 0, sizeof T->nodes[node]);
+  T->nodes[node].parent = from;
+  T->nodes[node].entry = entry;
+  return node;
+}
+
+uint32_t tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry, int hidden) {
   LinkProbe q = {T, from, entry};
   uint32_t h = hash_pair(from, entry), i;
   IDXMAP_FIND(&T->link_by_call, h, link_matches, &q, i);
   if (i != IDX_NONE) return i;
-  Link lk = {from, entry, IDX_NONE, IDX_NONE, 0};
-  if (from_entry != IDX_NONE) {
-    lk.edge = tree_edge(T, from_entry, entry);
-    if (lk.edge == IDX_NONE) return IDX_NONE;
-  }
-  lk.node = path_node_of(T, from, entry);
-  if (lk.node == IDX_NONE && from != IDX_NONE && T->nnodes >= T->limit) {
-    lk.node = from;
-    lk.capped = 1;
-  }
-  if (lk.node == IDX_NONE) {
-    if (array_reserve((void **)&T->nodes, &T->cnodes, sizeof *T->nodes, T->nnodes, 512))
-      return IDX_NONE;
-    lk.node = T->nnodes;
-    memset(&T->nodes[lk.node], 0, sizeof T->nodes[lk.node]);
-    T->nodes[lk.node].parent = from;
-    T->nodes[lk.node].entry = entry;
-  }
+  Link lk = {from, entry, from, IDX_NONE, 0, (uint32_t)hidden};
+  if (!hidden && (lk.node = new_path(T, from, from_entry, entry, &lk)) == IDX_NONE)
+    return IDX_NONE;
   if (array_reserve((void **)&T->links, &T->clinks, sizeof *T->links, T->nlinks, 512) ||
       idxmap_put(&T->link_by_call, h, T->nlinks))
     return IDX_NONE;
-  if (lk.node == T->nnodes) T->nnodes++;  /* committed only once the link exists */
+  if (!hidden && lk.node == T->nnodes) T->nnodes++;  /* committed only once the link exists */
   T->links[T->nlinks] = lk;
   return T->nlinks++;
 }

@@ -43,6 +43,8 @@ typedef struct Link {
   uint32_t from, entry;    /* from is IDX_NONE for a root call */
   uint32_t node, edge;     /* edge is IDX_NONE for a root call */
   uint32_t capped;         /* the tree was full: the call is folded into its caller's node */
+  uint32_t hidden;         /* the callee is filtered out (Entry.filter): no edge, no node of its
+                              own; its frame stands in for its caller's (engine.h) */
 } Link;
 
 enum { TREE_CAP_DEFAULT = 1000000 };
@@ -65,8 +67,9 @@ int tree_init(CallTree *T);
 void tree_free(CallTree *T);
 
 /* The link for a call of `entry` from a frame on node `from` (IDX_NONE: a root call) whose
-   function is `from_entry`. IDX_NONE when out of memory. */
-uint32_t tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry);
+   function is `from_entry`; a `hidden` one (an entry filtered out) makes neither edge nor node.
+   IDX_NONE when out of memory. */
+uint32_t tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry, int hidden);
 
 /* The link node `node`'s cache remembers for this key, or IDX_NONE. */
 static inline uint32_t tree_way(const Node *nd, const void *key, const void *src, int line) {

@@ -43,7 +43,12 @@ typedef struct Entry {
   uint8_t name_tries;/* new call sites left on which to look for a call-site name */
   uint8_t origin;    /* NAME_CALL, NAME_GLOBAL or NAME_DEF: what gave `name` */
   uint8_t def_read;  /* Lua: its defining source line was looked at (hook/defname.h) */
+  uint8_t filter;    /* FILTER_*: whether the profile's record-time filters keep it */
+  uint8_t lines;     /* FILTER_IN: it is one of the functions chosen for line events */
 } Entry;
+
+/* Entry.filter: decided on the first call of the function (hook/ident.c). */
+enum { FILTER_UNDECIDED, FILTER_IN, FILTER_OUT };
 
 /* One key a function was seen under. For a Lua function, `src` is the object that holds the
    chunk name's text (the fast path's TString, the public path's text pointer): `verify` says it

@@ -17,8 +17,12 @@ typedef struct LineRec {
   cprof_ticks time;        /* from each of its line events to the function's next one */
 } LineRec;
 
+/* LineTable.on: line events off, in every function, or only in the functions chosen (option
+   lines = {f, g}: the hook asks for line events only while one of them runs, hook.c). */
+enum { LINES_OFF, LINES_ALL, LINES_CHOSEN };
+
 typedef struct LineTable {
-  int on;                  /* line events on */
+  int on;                  /* line events: LINES_* */
   LineRec *recs;
   uint32_t nrecs, crecs;
   IdxMap by_line;          /* records by (function entry, line) */

@@ -42,11 +42,15 @@ typedef struct Profiler {
   };
   int fast;                /* the fast path (util/luapriv.h) is trusted while enabled */
   int public_only;         /* the fast path is forced off (option fast_path = false) */
+  int filters;             /* PROF_* bits: the record-time filters (options exclude, include,
+                              builtins = false), which hide functions (hook/ident.c) */
   const char *fast_state;  /* "on", "off" (forced), "unavailable" (LuaJIT, an unknown release)
                               or "fallback" (its self-check disagreed): at the last enable() */
   const char *fast_why;    /* why it is not on, or NULL */
   uint64_t dropped;
 } Profiler;
+
+enum { PROF_NO_BUILTINS = 1, PROF_FILE_FILTERS = 2 };
 
 /* Sets P up with empty tables; -1 when out of memory (P is then not ready, but can be freed). */
 int prof_init(Profiler *P, const cprof_timer *timer);
@@ -54,5 +58,8 @@ int prof_init(Profiler *P, const cprof_timer *timer);
 void prof_free(Profiler *P);
 /* Forgets every number; keeps the timer and the options. Only while disabled. */
 int prof_clear(Profiler *P);
+/* Zeroes every count and time but keeps the tables and the open frames, so that it works while
+   enabled (a live dump with reset): a frame still open counts, when it closes, in full. */
+void prof_reset(Profiler *P);
 
 #endif

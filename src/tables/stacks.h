@@ -27,6 +27,8 @@ typedef struct Frame {
   cprof_ticks line_t0;     /* when that line started, in its stack's own time */
   uint32_t prev_first;     /* 1 + the index of the next marked frame below, or 0 */
   uint8_t first;           /* FIRST_* marks */
+  uint8_t hidden;          /* a filtered-out function's: it holds its caller's records, none of
+                              its own (engine.h) */
 } Frame;
 
 struct Profiler;
@@ -45,6 +47,12 @@ typedef struct Stack {
                               so a switch never touches the frames' times */
   uint32_t id;             /* the thread's number in the trace: 1 the main thread */
   uint8_t suspended;       /* yielded: its marked records are out of `active`, its clock stopped */
+  uint8_t lines_on;        /* line events are asked for on this thread (LINES_CHOSEN) */
+  /* A coroutine whose body is hidden gives its resumer only its recorded callees' time: the
+     part of the bottom frame's subt passed on already, what a finished one left, and whether
+     it finished (engine.c, coroutine_time). */
+  uint8_t hidden_done;
+  cprof_ticks passed, left;
   uint8_t ci_pending;      /* LuaJIT: the top frame's activation id is provisional (COMPAT_CI) */
   /* The hook the program had on this thread, called for the events it asked for. */
   lua_Hook prev_hook;

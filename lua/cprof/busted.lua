@@ -1,0 +1,169 @@
+--- cprof.busted: a busted helper that profiles the test run.
+---
+---   busted --helper=cprof.busted [-Xhelper out=FILE,per-file,top=N,exclude=PATTERN]
+---   lua5.4 -l cprof.auto /usr/bin/busted --helper=cprof.busted     (the same; cprof.auto
+---                                                                  hands its profile over)
+---
+--- The profile leaves out busted's own frames and those of the libraries it runs on (luassert,
+--- say, penlight, mediator, cliargs, term, system) and of this helper: their time is charged
+--- to the nearest spec function that called them (Profile's `exclude`).  At the end of the run
+--- it prints to stderr the slowest spec files and specs with their share of the run, and
+--- cprof's report; and writes one dump (out=FILE, default CPROF_OUT or cprof-busted.prof), or,
+--- with per-file, one per spec file (FILE with %f: the spec file's name; without %f, the name
+--- gets it before its extension), each covering that file only.
+
+local cprof = require "cprof"
+local report = require "cprof.report"
+local busted = require "busted"
+
+local M = {}
+
+-- A Lua pattern that finds `text` literally at the start of a file name.
+local function prefix_pattern(text)
+  return "^" .. text:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")
+end
+
+-- The directory of module `name` (found on package.path), as a prefix pattern, or nil.
+local function module_dir(name)
+  local file = package.searchpath(name, package.path)
+  local dir = file and file:match("^(.*/)")
+  return dir and prefix_pattern(dir) or nil
+end
+
+-- The file of the running script (/usr/bin/busted), as a pattern, or nil.
+local function main_script()
+  for level = 2, 200 do
+    local info = debug.getinfo(level, "S")
+    if not info then break end
+    if info.what == "main" and info.source:sub(1, 1) == "@" and info.source:find("busted$") then
+      return prefix_pattern(info.source:sub(2)) .. "$"
+    end
+  end
+end
+
+--- The patterns of the files busted's run goes through besides the specs.
+function M.excluded()
+  local pats = {}
+  for _, m in ipairs { "busted.core", "luassert.assert", "say", "pl.path", "cliargs.core",
+                       "term.core", "system.init" } do
+    pats[#pats + 1] = module_dir(m)
+  end
+  for _, m in ipairs { "mediator", "busted", "dkjson", "luassert", "say", "cprof.busted" } do
+    local file = package.searchpath(m, package.path)
+    if file then pats[#pats + 1] = prefix_pattern(file) .. "$" end
+  end
+  pats[#pats + 1] = main_script()
+  return pats
+end
+
+-- -Xhelper words: "out=FILE", "per-file", "top=N", "exclude=PATTERN" (commas separate them too).
+local function options(argv)
+  local o = { top = 10, exclude = {} }
+  for _, a in ipairs(type(argv) == "table" and argv or {}) do
+    for word in tostring(a):gmatch("[^,]+") do
+      local k, v = word:match("^([%w-]+)=(.*)$")
+      k = k or word
+      if k == "out" then o.out = v
+      elseif k == "per-file" then o.per_file = true
+      elseif k == "top" and tonumber(v) then o.top = math.floor(tonumber(v))
+      elseif k == "exclude" then o.exclude[#o.exclude + 1] = v
+      else error(("cprof.busted: unknown option '%s' (the options are out=FILE, per-file, top=N,"
+                  .. " exclude=PATTERN)"):format(word), 0) end
+    end
+  end
+  if not o.out then
+    local env = os.getenv("CPROF_OUT")
+    o.out = env ~= nil and env ~= "" and env or "cprof-busted.prof"
+  end
+  return o
+end
+
+-- The dump name of spec file `file` for the per-file option.
+local function file_dump(out, file)
+  local tag = file:gsub("^%./", ""):gsub("[/\\]", "_"):gsub("%%", "%%%%")
+  if out:find("%%f") then return (out:gsub("%%f", tag)) end
+  local stem, ext = out:match("^(.-)(%.[^./]*)$")
+  return (stem or out) .. "." .. tag .. (ext or "")
+end
+
+-- The full name of a spec: its describe blocks' names and its own.
+local function full_name(element)
+  local names = { element.name or element.descriptor }
+  local parent = busted.parent(element)
+  while parent and parent.descriptor ~= "file" and (parent.name or parent.descriptor) do
+    table.insert(names, 1, parent.name or parent.descriptor)
+    parent = busted.parent(parent)
+  end
+  return table.concat(names, " ")
+end
+
+-- Rows sorted slowest first, at most `top` of them, as text lines.
+local function slowest(title, times, total, top, out)
+  local rows = {}
+  for name, t in pairs(times) do rows[#rows + 1] = { name = name, time = t } end
+  table.sort(rows, function(a, b)
+    if a.time ~= b.time then return a.time > b.time end
+    return a.name < b.name
+  end)
+  out(("cprof: %s (%d, %.3f s of the run's %.3f s):\n"):format(title, #rows,
+      (function() local s = 0 for _, r in ipairs(rows) do s = s + r.time end return s end)(), total))
+  for i = 1, math.min(top, #rows) do
+    local r = rows[i]
+    out(("  %9.3f s %6.1f%%  %s\n"):format(r.time, total > 0 and 100 * r.time / total or 0, r.name))
+  end
+end
+
+--- Starts profiling the run (called when busted loads the helper, with -Xhelper's words).
+function M.start(argv)
+  local o = options(argv)
+  local auto = package.loaded["cprof.auto"]
+  if type(auto) == "table" and auto.handover then auto.handover() end
+  local exclude = M.excluded()
+  for _, p in ipairs(o.exclude) do exclude[#exclude + 1] = p end
+  local p = cprof.Profile { exclude = exclude }
+  local files, specs = {}, {}
+  local file_t0, spec_t0, current_file
+  local run_t0 = p:now()
+  local function write(name, reset)
+    local ok, err = pcall(p.dump_stats, p, name, { reset = reset })
+    if ok then io.stderr:write("cprof: wrote ", name, "\n")
+    else io.stderr:write((tostring(err):gsub("\n", " ")), "\n") end
+  end
+  busted.subscribe({ "file", "start" }, function(file)
+    current_file, file_t0 = file.name, p:now()
+    return nil, true
+  end)
+  busted.subscribe({ "file", "end" }, function(file)
+    files[file.name] = (files[file.name] or 0) + (p:now() - file_t0)
+    if o.per_file then write(file_dump(o.out, file.name), true) end
+    return nil, true
+  end)
+  busted.subscribe({ "test", "start" }, function()
+    spec_t0 = p:now()
+    return nil, true
+  end)
+  busted.subscribe({ "test", "end" }, function(element)
+    local name = (current_file or "?") .. ": " .. full_name(element)
+    specs[name] = (specs[name] or 0) + (p:now() - spec_t0)
+    return nil, true
+  end)
+  busted.subscribe({ "suite", "end" }, function()
+    p:disable()
+    local total = p:now() - run_t0
+    local function out(s) io.stderr:write(s) end
+    slowest("the slowest spec files", files, total, o.top, out)
+    slowest("the slowest specs", specs, total, o.top, out)
+    local ok, err = pcall(report.print, p:report_data(), { sort = { "cumulative" }, limit = 20,
+                                                          stream = io.stderr })
+    if not ok then out("cprof: could not print the report: " .. tostring(err) .. "\n") end
+    if not o.per_file then write(cprof.dump_name(o.out, 1), false) end
+    return nil, true
+  end)
+  p:enable()
+  M.profile = p
+  return p
+end
+
+M.start(rawget(_G, "arg"))
+
+return M

@@ -1,0 +1,200 @@
+/* Live dumps (hook/live.h). The handler of the signal sets a flag and nothing else, as only
+   async-signal-safe work may run there; the timer thread sleeps on a condition variable, so
+   that stopping it never waits out an interval. Both are undone by the handle's stop() or
+   __gc, which run before the module's code is unloaded with the state. */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+
+#include <lauxlib.h>
+
+#include "hook/live.h"
+#include "util/compat.h"
+
+#define LIVE_MT "cprof.Live"
+
+atomic_int live_wanted;
+
+static const char DUMP_KEY = 'd';  /* registry: the dump function */
+
+/* Whether a handle is on in this process: the signal's handler and the flag are per process. */
+static atomic_int live_on;
+
+typedef struct Live {
+  int on;
+  int sig;                 /* 0: none */
+  struct sigaction old;    /* the signal's handler before */
+  int ticking;             /* the timer thread runs */
+  pthread_t thread;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  int stop;
+  double seconds;
+} Live;
+
+static void on_signal(int sig) {
+  (void)sig;
+  atomic_store_explicit(&live_wanted, 1, memory_order_relaxed);
+}
+
+static void *ticker(void *ud) {
+  Live *lv = ud;
+  struct timespec next;
+  clock_gettime(CLOCK_MONOTONIC, &next);
+  pthread_mutex_lock(&lv->mu);
+  while (!lv->stop) {
+    double whole = floor(lv->seconds);
+    next.tv_sec += (time_t)whole;
+    next.tv_nsec += (long)((lv->seconds - whole) * 1e9);
+    if (next.tv_nsec >= 1000000000L) {
+      next.tv_sec++;
+      next.tv_nsec -= 1000000000L;
+    }
+    int r = 0;
+    while (!lv->stop && r != ETIMEDOUT) r = pthread_cond_timedwait(&lv->cv, &lv->mu, &next);
+    if (!lv->stop) atomic_store_explicit(&live_wanted, 1, memory_order_relaxed);
+  }
+  pthread_mutex_unlock(&lv->mu);
+  return NULL;
+}
+
+int live_dump(Profiler *P, lua_State *L) {
+  if (!lua_checkstack(L, 4)) return 0;
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &DUMP_KEY);
+  if (!lua_isfunction(L, -1)) {
+    lua_pop(L, 1);
+    return 0;
+  }
+  atomic_store_explicit(&live_wanted, 0, memory_order_relaxed);
+  P->mem.in_hook = 1;
+  /* The function reports its own errors; one here is out of memory, and the next request
+     tries again. */
+  if (lua_pcall(L, 0, 0, 0) != LUA_OK) lua_pop(L, 1);
+  P->mem.in_hook = 0;
+  return 1;
+}
+
+static void stop(lua_State *L, Live *lv) {
+  if (!lv->on) return;
+  lv->on = 0;
+  if (lv->ticking) {
+    pthread_mutex_lock(&lv->mu);
+    lv->stop = 1;
+    pthread_cond_signal(&lv->cv);
+    pthread_mutex_unlock(&lv->mu);
+    pthread_join(lv->thread, NULL);
+    lv->ticking = 0;
+  }
+  pthread_cond_destroy(&lv->cv);
+  pthread_mutex_destroy(&lv->mu);
+  if (lv->sig) sigaction(lv->sig, &lv->old, NULL);
+  lua_pushnil(L);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &DUMP_KEY);
+  atomic_store(&live_wanted, 0);
+  atomic_store(&live_on, 0);
+}
+
+static int l_stop(lua_State *L) {
+  stop(L, luaL_checkudata(L, 1, LIVE_MT));
+  return 0;
+}
+
+/* The signals a program is likely to leave free for this. */
+static int signal_number(const char *name) {
+  static const struct {
+    const char *name;
+    int sig;
+  } sigs[] = {{"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"HUP", SIGHUP}};
+  if (strncasecmp(name, "SIG", 3) == 0) name += 3;
+  for (size_t i = 0; i < sizeof sigs / sizeof sigs[0]; i++)
+    if (strcasecmp(name, sigs[i].name) == 0) return sigs[i].sig;
+  return 0;
+}
+
+/* The mutex and the condition variable (on the monotonic clock) the timer thread waits on. */
+static int init_sync(Live *lv) {
+  pthread_condattr_t ca;
+  int r = pthread_condattr_init(&ca);
+  if (r != 0) return r;
+  r = pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+  if (r == 0) r = pthread_cond_init(&lv->cv, &ca);
+  pthread_condattr_destroy(&ca);
+  if (r == 0 && (r = pthread_mutex_init(&lv->mu, NULL)) != 0) pthread_cond_destroy(&lv->cv);
+  return r;
+}
+
+/* A thread that takes none of the process's signals: they keep going to the program's. */
+static int start_ticker(Live *lv) {
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  int r = pthread_create(&lv->thread, NULL, ticker, lv);
+  pthread_sigmask(SIG_SETMASK, &old, NULL);
+  return r;
+}
+
+static int l_live(lua_State *L) {
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  const char *signame = luaL_optstring(L, 2, NULL);
+  double seconds = luaL_optnumber(L, 3, 0);
+  int sig = 0;
+  if (signame && !(sig = signal_number(signame)))
+    return luaL_error(L, "cprof: signal '%s': not one cprof takes (USR1, USR2 or HUP)", signame);
+  if (!(seconds >= 0 && seconds <= 1e9))
+    return luaL_error(L, "cprof: the interval must be from 0 to 1e9 seconds, not %f", seconds);
+  if (atomic_exchange(&live_on, 1))
+    return luaL_error(L, "cprof: live dumps are on already in this process");
+  Live *lv = lua_newuserdata(L, sizeof *lv);
+  memset(lv, 0, sizeof *lv);
+  luaL_getmetatable(L, LIVE_MT);
+  lua_setmetatable(L, -2);
+  int err = init_sync(lv);
+  if (err != 0) {
+    atomic_store(&live_on, 0);
+    return luaL_error(L, "cprof: live dumps: %s", strerror(err));
+  }
+  lv->on = 1;  /* from here stop() undoes what was done */
+  lua_pushvalue(L, 1);
+  lua_rawsetp(L, LUA_REGISTRYINDEX, &DUMP_KEY);
+  if (seconds > 0) {
+    lv->seconds = seconds;
+    if ((err = start_ticker(lv)) != 0) {
+      stop(L, lv);
+      return luaL_error(L, "cprof: live dumps: %s", strerror(err));
+    }
+    lv->ticking = 1;
+  }
+  if (sig) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_signal;
+    sa.sa_flags = SA_RESTART;  /* the program's system calls go on as without cprof */
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(sig, &sa, &lv->old) != 0) {
+      err = errno;
+      stop(L, lv);
+      return luaL_error(L, "cprof: signal '%s': %s", signame, strerror(err));
+    }
+    lv->sig = sig;
+  }
+  return 1;
+}
+
+void live_register(lua_State *L) {
+  if (luaL_newmetatable(L, LIVE_MT)) {
+    lua_pushcfunction(L, l_stop);
+    lua_setfield(L, -2, "__gc");
+    lua_newtable(L);
+    lua_pushcfunction(L, l_stop);
+    lua_setfield(L, -2, "stop");
+    lua_setfield(L, -2, "__index");
+  }
+  lua_pop(L, 1);
+  lua_pushcfunction(L, l_live);
+  lua_setfield(L, -2, "live");
+}
