@@ -136,11 +136,15 @@ static const char *const DUMP_MK_NAMES[] = {"", "a string", "a number", "an inte
    creates no column for it, so such a profile reads back exactly as it was written. The fields
    of an extension come together: a record kind has all of them or none. */
 #define DUMP_EXTENSION 2
+/* The second extension of nodes: lifetimes, first allocation, last free and counts per Lua type
+   (written since cprof 0.9; a file with memory may lack them). Its fields go together too. */
+#define DUMP_EXT_LIFE 3
 
 typedef struct DumpField {
   const char *name;  /* also the column's name in the Lua data table */
   uint8_t enc;
-  uint8_t required;  /* 0: a file may lack it and the reader supplies `def`; DUMP_EXTENSION */
+  uint8_t required;  /* 0: a file may lack it and the reader supplies `def`; 1: required;
+                        DUMP_EXTENSION, DUMP_EXT_LIFE: the extension the field belongs to */
   int64_t def;       /* the default (times: 0.0, strings: ""); for DUMP_ENC_ROW, which is always
                         required, the DUMP_K_* of the records it refers to */
 } DumpField;
@@ -180,11 +184,23 @@ static const DumpField DUMP_EDGE_FIELDS[] = {
   {"caller", DUMP_ENC_FRAME, 1, 0}, {"callee", DUMP_ENC_FRAME, 1, 0},
   DUMP_CALL_FIELDS,
 };
+#define DUMP_TYPE_FIELDS(t)                                           \
+  {t "_allocs", DUMP_ENC_UINT, DUMP_EXT_LIFE, 0},                     \
+  {t "_frees", DUMP_ENC_UINT, DUMP_EXT_LIFE, 0}
+
 static const DumpField DUMP_NODE_FIELDS[] = {
   {"parent", DUMP_ENC_PARENT, 1, 0}, {"frame", DUMP_ENC_FRAME, 1, 0},
   DUMP_CALL_FIELDS,
   /* Memory charged to the node. */
   DUMP_MEMORY_FIELDS,
+  /* MemProf's lifetimes (seconds, over the blocks freed), the first allocation and the last
+     free (seconds since attribution started), and the allocations and frees per Lua type. */
+  {"life_total", DUMP_ENC_F64, DUMP_EXT_LIFE, 0}, {"life_min", DUMP_ENC_F64, DUMP_EXT_LIFE, 0},
+  {"life_max", DUMP_ENC_F64, DUMP_EXT_LIFE, 0},   {"alloc_time", DUMP_ENC_F64, DUMP_EXT_LIFE, 0},
+  {"free_time", DUMP_ENC_F64, DUMP_EXT_LIFE, 0},
+  DUMP_TYPE_FIELDS("raw"), DUMP_TYPE_FIELDS("string"), DUMP_TYPE_FIELDS("table"),
+  DUMP_TYPE_FIELDS("function"), DUMP_TYPE_FIELDS("userdata"), DUMP_TYPE_FIELDS("thread"),
+  DUMP_TYPE_FIELDS("upvalue"), DUMP_TYPE_FIELDS("proto"), DUMP_TYPE_FIELDS("other"),
 };
 
 /* Line events: hits and time of one source line of one function. */

@@ -2,8 +2,14 @@
  * mem/memattr.h — memory attributed to call contexts: while a profile runs on a state that uses
  * cprof's allocator, every allocation is charged to the call-tree node of the frame running then,
  * and its free to the node that allocated it (MemProf's fields: allocations, bytes, frees, live
- * bytes at the end, smallest and largest size). Exact, not sampled: an allocation costs one
- * insertion into the block map, a free one probe.
+ * bytes at the end, smallest and largest size, lifetimes, first allocation and last free, counts
+ * per Lua type). Exact, not sampled: an allocation costs one insertion into the block map, a
+ * free one probe; each updates its node's record in O(1).
+ *
+ * A block's birth time is kept in its record of the block map (which attribution needs anyway,
+ * to credit the free to the node that allocated), not in the block: no block grows. Times are
+ * the profile's clock at the last hook event (Clock.vlast), read without calling the timer, so
+ * that the allocator never reads a clock and the `counter` timer gives exact lifetimes.
  */
 #ifndef CPROF_MEMATTR_H
 #define CPROF_MEMATTR_H
@@ -12,19 +18,29 @@
 
 #include <lua.h>
 
+#include "cprof.h"
 #include "util/idxmap.h"
+
+/* The Lua types counted per node, the allocator's type slots (mem/lalloc.h: LA_RAW ...
+   LA_OTHER): raw, string, table, function, userdata, thread, upvalue, proto, other. */
+enum { MEM_NTYPES = 9 };
 
 /* Memory charged to one call-tree node (MemProf's record fields). */
 typedef struct MemStat {
   uint64_t allocs, frees;
   uint64_t bytes, freed;   /* live at the end: bytes - freed */
   uint64_t min, max;       /* smallest and largest allocation */
+  /* MemProf's lifetimes, over the blocks freed: sum, shortest, longest (profile ticks) */
+  uint64_t life_total, life_min, life_max;
+  cprof_ticks first_alloc, last_free;  /* profile ticks since attribution started */
+  uint64_t type_allocs[MEM_NTYPES], type_frees[MEM_NTYPES];  /* by type slot */
 } MemStat;
 
 /* A live block allocated while attributing, and the node it is charged to. */
 typedef struct Block {
   const void *ptr;
   uint32_t node;
+  cprof_ticks birth;       /* the profile's clock when it was allocated */
 } Block;
 
 /* The node to charge now (IDX_NONE: none is running); `ud` is what memattr_start was given. */
@@ -34,6 +50,7 @@ typedef struct MemAttr {
   struct lalloc *heap;     /* the allocator observed, while attributing */
   int used;                /* memory was attributed: reports show it */
   int in_hook;             /* cprof's hook is running: its allocations are not the program's */
+  int freed_known;         /* the last block freed was charged to a node (a move continues it) */
   MemStat *stats;          /* per call-tree node */
   uint32_t cstats;
   Block *blocks;
@@ -42,11 +59,14 @@ typedef struct MemAttr {
   uint64_t lost;           /* allocations not charged: out of memory */
   memattr_where where;
   void *where_ud;
+  const cprof_ticks *now;  /* the profile's clock at the last event */
+  cprof_ticks t0;          /* its value when attribution first started */
 } MemAttr;
 
 /* Starts attribution if L's state allocates with cprof's allocator; else does nothing. Each
-   allocation is charged to the node where(where_ud) names. */
-void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud);
+   allocation is charged to the node where(where_ud) names, at time *now. */
+void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
+                   const cprof_ticks *now);
 /* Stops it (the blocks allocated meanwhile stay charged: they are live at the end). */
 void memattr_stop(MemAttr *m);
 /* Forgets every number. */
@@ -55,10 +75,9 @@ void memattr_free(MemAttr *m);
 /* The coroutine running now, for the allocator's traces. */
 void memattr_thread(MemAttr *m, lua_State *L);
 
-/* What node `node` was charged (all zero when nothing was). */
-static inline MemStat memattr_of(const MemAttr *m, uint32_t node) {
-  if (node < m->cstats) return m->stats[node];
-  return (MemStat){0, 0, 0, 0, 0, 0};
+/* What node `node` was charged (NULL when nothing was). */
+static inline const MemStat *memattr_of(const MemAttr *m, uint32_t node) {
+  return node < m->cstats ? &m->stats[node] : NULL;
 }
 
 #endif

@@ -4,6 +4,7 @@
 --   cprof-stats FILE... --tree [--depth N] [--min-percent P] [--memory] [-o OUT] [PATTERN...]
 --   cprof-stats NEW... --diff BASE [--sort KEY] [--limit N] [--strip-dirs] [-o OUT] [PATTERN...]
 --   cprof-stats NEW... --diff BASE --export svg|folded [-o OUT] [--weight W]
+--   cprof-stats FILE... --leaks | --memory --stacks N [--sort live] | --memory-types [PATTERN...]
 --
 -- cprof-stats appends M.OPTIONS to its own table of options (one parser, one --help) and hands
 -- the command to M.cli_exports when M.wanted says so.  Every value these options take is
@@ -71,6 +72,26 @@ M.OPTIONS = {
     help = { "With --tree: leave out the call paths under P percent of the total time",
              "(default 0.5; 0 prints every path)." },
     set = function(o, v, fail) settings(o).min_percent = number("min-percent", v, fail, 0) end },
+  { long = "leaks",
+    help = { "Print the allocation contexts (call stacks) whose blocks were still live when the",
+             "profile was written, most live bytes first, with their live blocks per Lua type;",
+             "contexts that hold only raw memory (stacks, buffers) are summed in one line.",
+             "PATTERNs keep the stacks through matching functions.  docs/MEMORY.md." },
+    set = function(o) settings(o).leaks = true end },
+  { long = "stacks", arg = "N",
+    help = { "With --memory: print the N allocation contexts with the most allocated bytes",
+             "(--sort live: live bytes), each as its stack, with allocations, bytes, frees,",
+             "live blocks and bytes, smallest and largest size, types and lifetimes." },
+    set = function(o, v, fail)
+      local n = number("stacks", v, fail, 1)
+      if n % 1 ~= 0 then fail("option --stacks: '" .. v .. "' is not a whole number") end
+      settings(o).stacks = n
+    end },
+  { long = "memory-types",
+    help = { "Print, per function, the allocations, frees and live blocks of each Lua type",
+             "(string, table, function, userdata, thread, upvalue, proto, raw) and the",
+             "lifetimes of the blocks freed (average, shortest, longest)." },
+    set = function(o) settings(o).types = true end },
   { long = "diff", arg = "BASE",
     help = { "Compare the FILEs with the profile BASE: per function, the calls, tottime and",
              "cumtime, and their change (absolute and percent), the largest change in",
@@ -84,7 +105,8 @@ M.OPTIONS = {
 --- True when the command line asks for an export, the tree or a diff.
 function M.wanted(o)
   local x = o.exports
-  return x ~= nil and (x.format ~= nil or x.tree or x.base ~= nil)
+  return x ~= nil and (x.format ~= nil or x.tree or x.base ~= nil or x.leaks or x.stacks ~= nil
+    or x.types)
 end
 
 -- An error of the export layer as one line without its module prefix.
@@ -102,6 +124,7 @@ local function refused(o, allowed)
     { "--weight", x.weight ~= nil, "weight" }, { "--icicle", x.icicle, "svg" },
     { "--title", x.title ~= nil, "svg" }, { "--depth", x.depth ~= nil, "tree" },
     { "--min-percent", x.min_percent ~= nil, "tree" }, { "-i", o.interactive },
+    { "--stacks", x.stacks ~= nil and not x.leaks and not x.types, "stacks" },
   }
   local bad = {}
   for _, g in ipairs(given) do
@@ -123,9 +146,16 @@ function M.cli_exports(o, fail)
   if x.format then modes[#modes + 1] = "--export" end
   if x.tree then modes[#modes + 1] = "--tree" end
   if x.base and not x.format then modes[#modes + 1] = "--diff" end
+  if x.leaks then modes[#modes + 1] = "--leaks" end
+  if x.stacks and not x.leaks and not x.types then modes[#modes + 1] = "--stacks" end
+  if x.types then modes[#modes + 1] = "--memory-types" end
   if #modes > 1 then fail("options " .. concat(modes, " and ") .. " do not go together") end
+  if x.stacks and not o.views.memory then fail("option --stacks goes with --memory") end
+  local memctx = x.leaks or x.types or x.stacks
   local allowed
-  if x.tree then
+  if memctx then
+    allowed = { memory = x.stacks ~= nil, sort = x.stacks ~= nil, stacks = true }
+  elseif x.tree then
     allowed = { memory = true, tree = true }
   elseif x.format then
     allowed = { weight = true, svg = x.format == "svg" }
@@ -145,10 +175,21 @@ function M.cli_exports(o, fail)
     local ok, err = pcall(require("cprof.dump").check_file, f)
     if not ok then fail(plain(err)) end
   end
+  for _, key in ipairs(memctx and o.sort or {}) do
+    if key ~= "live" and key ~= "alloc" then fail("option --sort: with --stacks, alloc or live") end
+  end
   local out = x.output or io.stdout
 
   local ok, err = pcall(function()
-    if x.format then
+    if memctx then
+      local m = export.model(files)
+      export.output(out, false, function(sink)
+        local report = require("cprof.report.memctx")
+        local opts = { patterns = patterns, title = concat(files, " + "), count = x.stacks,
+                       by = o.sort[#o.sort] }
+        report[x.leaks and "leaks" or x.types and "types" or "stacks"](m, sink, opts)
+      end)
+    elseif x.format then
       export.export(x.format, files, out, { weight = x.weight, patterns = patterns, base = x.base,
         icicle = x.icicle, title = x.title })
     elseif x.tree then
