@@ -6,10 +6,14 @@
  * per Lua type). Exact, not sampled: an allocation costs one insertion into the block map, a
  * free one probe; each updates its node's record in O(1).
  *
- * A block's birth time is kept in its record of the block map (which attribution needs anyway,
- * to credit the free to the node that allocated), not in the block: no block grows. Times are
- * the profile's clock at the last hook event (Clock.vlast), read without calling the timer, so
- * that the allocator never reads a clock and the `counter` timer gives exact lifetimes.
+ * What attribution keeps per live block — its node, to credit the free, and its birth time — is
+ * not in the block (no block grows) but in a side table per slab, indexed by the object's place
+ * in its slab: 8 bytes an object (node + 1, and the birth as a float of ticks since attribution
+ * started: exact below 2^24 ticks, within 2^-24 of the time after), made when the slab gets its
+ * first attributed object and dropped when its last one is freed. Large blocks (above 4 KiB, few)
+ * are in a hash map by address. Times are the profile's clock at the last hook event
+ * (Clock.vlast), read without calling the timer, so that the allocator never reads a clock and
+ * the `counter` timer gives exact lifetimes.
  */
 #ifndef CPROF_MEMATTR_H
 #define CPROF_MEMATTR_H
@@ -36,12 +40,27 @@ typedef struct MemStat {
   uint64_t type_allocs[MEM_NTYPES], type_frees[MEM_NTYPES];  /* by type slot */
 } MemStat;
 
-/* A live block allocated while attributing, and the node it is charged to. */
+/* A live large block allocated while attributing, and the node it is charged to. */
 typedef struct Block {
   const void *ptr;
   uint32_t node;
-  cprof_ticks birth;       /* the profile's clock when it was allocated */
+  cprof_ticks birth;       /* ticks since attribution started, when it was allocated */
 } Block;
+
+/* What the side table of a slab keeps of one object: side by side, one cache line for both. */
+typedef struct ObjAttr {
+  uint32_t node;           /* node + 1; 0: not attributed */
+  float birth;
+} ObjAttr;
+
+/* The side table of one slab. */
+typedef struct SlabAttr {
+  const void *slab;        /* the slab described (a slab's `attr` is trusted only if it matches) */
+  uint32_t live;           /* attributed objects alive in it */
+  uint32_t n;              /* objects in the slab */
+  uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
+  ObjAttr obj[];
+} SlabAttr;
 
 /* The node to charge now (IDX_NONE: none is running); `ud` is what memattr_start was given. */
 typedef uint32_t (*memattr_where)(void *ud);
@@ -53,9 +72,13 @@ typedef struct MemAttr {
   int freed_known;         /* the last block freed was charged to a node (a move continues it) */
   MemStat *stats;          /* per call-tree node */
   uint32_t cstats;
-  Block *blocks;
+  Block *blocks;           /* the large blocks */
   uint32_t nblocks, cblocks;
-  IdxMap by_block;         /* blocks by address */
+  IdxMap by_block;         /* large blocks by address */
+  SlabAttr **tabs;         /* the slabs' side tables by number; NULL: a free number */
+  uint32_t ntabs, ctabs;
+  uint32_t *free_nums;     /* the free numbers, to reuse */
+  uint32_t nfree, cfree;
   uint64_t lost;           /* allocations not charged: out of memory */
   memattr_where where;
   void *where_ud;
