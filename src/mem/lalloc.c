@@ -40,9 +40,7 @@ _Static_assert(LA_NCLASS == 56, "56 size classes up to 4096");
 
 /* ---- Lua types ------------------------------------------------------------------------- */
 
-/* Lua 5.4's tags: 0 for memory that is no object, LUA_TSTRING (4) ... LUA_TTHREAD (8), then
-   LUA_TUPVAL (9) and LUA_TPROTO (10) from lobject.h. Anything else is "other". */
-static const uint8_t slot_of_tag[16] = {
+const uint8_t lalloc_slot_of_tag[16] = {
   LA_RAW, LA_OTHER, LA_OTHER, LA_OTHER, LA_STRING, LA_TABLE, LA_FUNCTION, LA_USERDATA,
   LA_THREAD, LA_UPVAL, LA_PROTO, LA_OTHER, LA_OTHER, LA_OTHER, LA_OTHER, LA_OTHER};
 static const char *const slot_names[LA_NSLOT] = {
@@ -50,10 +48,9 @@ static const char *const slot_names[LA_NSLOT] = {
 static const int slot_tags[LA_NSLOT] = {0, 4, 5, 6, 7, 8, 9, 10, -1};
 
 /* (LuaJIT passes 0 for every new block.) */
-static inline unsigned slot_of(size_t tag) { return tag < 16 ? slot_of_tag[tag] : LA_OTHER; }
+static inline unsigned slot_of(size_t tag) { return (unsigned)lalloc_tag_slot((int)tag); }
 
 const char *lalloc_slot_name(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_names[slot] : "?"; }
-int lalloc_tag_slot(int tag) { return (int)slot_of((size_t)tag); }
 int lalloc_slot_tag(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_tags[slot] : -1; }
 
 

@@ -84,8 +84,13 @@ enum { LALLOC_NARENAS = 2 };
 /* Checks the heap's invariants (arenas, caches and slabs, counters). NULL, or what is wrong. */
 const char *lalloc_check(const lalloc *h);
 const char *lalloc_slot_name(int slot);
-/* The type slot of a tag as the observer passes it (-1: other). */
-int lalloc_tag_slot(int tag);
+/* Lua 5.4's tags: 0 for memory that is no object, LUA_TSTRING (4) ... LUA_TTHREAD (8), then
+   LUA_TUPVAL (9) and LUA_TPROTO (10) from lobject.h. Anything else is "other". */
+extern const uint8_t lalloc_slot_of_tag[16];
+/* The type slot of a tag (a new block's osize, or the tag the observer is given; -1: other). */
+static inline int lalloc_tag_slot(int tag) {
+  return (unsigned)tag < 16 ? lalloc_slot_of_tag[tag] : LA_OTHER;
+}
 int lalloc_slot_tag(int slot);
 
 /* ---- tracing one cache (Akaros's slab_trace) -------------------------------------------- */
