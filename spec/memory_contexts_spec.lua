@@ -226,4 +226,92 @@ end
       "string\t400\t400", "table\t202\t202", "function\t601\t601", "thread\t200\t200",
       "upvalue\t201\t201", "proto\t1\t1", "" }, "\n"), out)
   end)
+
+  it("--summary prints the totals and the allocator's state without the tree", function()
+    local d = require("cprof.core").read_dump(dump, "summary")
+    assert.is_nil(d.nodes)
+    assert.is_nil(d.frames)
+    assert.is_table(d.mem_types)
+    local full = require("cprof").load(dump)
+    local N, allocs, bytes, frees = full.nodes, 0, 0, 0
+    for k = 1, N.n do
+      allocs, bytes, frees = allocs + N.alloc_count[k], bytes + N.alloc_bytes[k], frees + N.free_count[k]
+    end
+    assert.are.equal(allocs, d.meta.memory_allocs)
+    local out, err, status = cli("--summary " .. q(dump))
+    assert.are.equal(0, status, err)
+    assert.matches(("charged to contexts: %d allocations of %d bytes, %d frees"):format(allocs, bytes, frees),
+      out, 1, true)
+    assert.matches("\nLua type +live +live bytes", out)
+    assert.matches("\nfunction +10002 ", out)
+    assert.matches("Arena/Slab Name", out, 1, true)
+  end)
+
+  it("--memory-series shows memory growing from dump to dump", function()
+    local dir = S.tmpname("")
+    local files = {}
+    for i = 1, 3 do files[i] = dir .. "-" .. i .. ".prof" end
+    run(([[
+local keep = {}
+local p = cprof.Profile()
+p:enable()
+for i = 1, 3 do
+  for j = 1, 2000 do keep[#keep + 1] = { j } end
+  collectgarbage()
+  p:dump_stats(%q .. "-" .. i .. ".prof")
+end
+p:disable()
+]]):format(dir))
+    local args = q(files[1]) .. " " .. q(files[2]) .. " " .. q(files[3])
+    local out, err, status = cli("--memory-series " .. args)
+    assert.are.equal(0, status, err)
+    local lua_bytes, live = {}, {}
+    for i, a, b in out:gmatch("\n +(%d) +(%d+) +%d+ +%d+ +%d+ +%d+ +(%d+)") do
+      lua_bytes[tonumber(i)], live[tonumber(i)] = tonumber(a), tonumber(b)
+    end
+    assert.are.equal(3, #lua_bytes, out)
+    assert.is_true(lua_bytes[1] < lua_bytes[2] and lua_bytes[2] < lua_bytes[3], out)
+    assert.is_true(live[1] < live[2] and live[2] < live[3], out)
+    assert.matches("\n +3 .* %+[%d]+  " .. files[3]:gsub("%p", "%%%0"), out)
+    local svg = cli("--memory-series " .. args .. " --export svg")
+    assert.matches("^<svg ", svg)
+    assert.are.equal(4, select(2, svg:gsub("<polyline ", "")))
+    local _, e2, st2 = cli("--memory-series " .. args .. " --export folded")
+    assert.are.equal(2, st2)
+    assert.matches("--memory-series draws --export svg only", e2, 1, true)
+    for _, f in ipairs(files) do os.remove(f) end
+  end)
+
+  it("never harms the program when attribution's memory runs out", function()
+    -- Each run fails cprof's n-th allocation: the side tables of slabs, the map of large
+    -- blocks, the records of nodes; the program's result never changes, and what could not be
+    -- charged is counted.
+    local out = run([[
+local core = require "cprof.core"
+local function work()
+  local t, s = {}, 0
+  for i = 1, 100 do
+    t[i] = { i, string.rep("x", 5000 + i), function() return i end }
+    s = s + #t[i][2]
+  end
+  return s
+end
+local expected = work()
+local lost, complete = 0, 0
+for n = 0, 250 do
+  local p = cprof.Profile()
+  core.fail_allocations(n)
+  local ok, res = pcall(p.runcall, p, work)
+  core.fail_allocations(-1)
+  if ok then
+    assert(res == expected, "the program's result changed")
+    local meta = p:snapshot().meta
+    if meta.memory_lost > 0 then lost = lost + 1 end
+    if meta.memory_lost == 0 and (meta.dropped or 0) == 0 then complete = complete + 1 end
+  end
+end
+print(lost > 0, complete > 0)
+]])
+    assert.are.equal("true\ttrue\n", out)
+  end)
 end)

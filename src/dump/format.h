@@ -117,6 +117,8 @@ static inline int dump_meta_class(const char *k, size_t n) {
     {"merged", DUMP_MK_INTEGER},     {"timer_errors", DUMP_MK_INTEGER},
     {"memory", DUMP_MK_BOOLEAN},     {"bias_applied", DUMP_MK_BOOLEAN},
     {"subcalls", DUMP_MK_BOOLEAN},   {"cprof_version", DUMP_MK_STRING},
+    {"memory_allocs", DUMP_MK_INTEGER}, {"memory_bytes", DUMP_MK_INTEGER},
+    {"memory_frees", DUMP_MK_INTEGER},  {"memory_freed", DUMP_MK_INTEGER},
   };
   if (n > 4 && memcmp(k, "mem_", 4) == 0) return DUMP_MK_INTEGER;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -304,6 +306,9 @@ static inline uint64_t dump_get_u64(const unsigned char *p) {
  * never allocates more than a small multiple of `len`.
  */
 int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, size_t len);
+/* The same, but only the summary: the metadata and the allocator snapshot, without decoding
+   frames, edges, nodes or line records (their groups are absent from the data table). */
+int dump_read_summary(lua_State *L, const char *name, const unsigned char *buf, size_t len);
 
 /*
  * The writer. The data table is at `data` (docs/FORMAT.md, "The data table").

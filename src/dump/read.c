@@ -52,6 +52,7 @@ typedef struct Reader {
   uint32_t nstrings, nframes;
   uint32_t count[DUMP_NREC];  /* records of each kind read so far (DUMP_ENC_ROW checks) */
   int strtab;  /* stack index of the strings, 1-based */
+  int summary; /* only the metadata and the allocator snapshot */
 } Reader;
 
 /* A position inside one section. */
@@ -499,6 +500,7 @@ static int read_body(lua_State *L) {
   read_strings(R);
   for (int k = 0; k < DUMP_NREC; k++) {
     if (DUMP_KINDS[k].optional && !R->sec[DUMP_KINDS[k].section].found) continue; /* absent */
+    if (R->summary && k <= DUMP_K_LINES) continue;  /* the profile itself: not for a summary */
     read_records(R, k);
     lua_setfield(L, data, DUMP_KINDS[k].group);
   }
@@ -515,13 +517,15 @@ static int read_body(lua_State *L) {
   return 2;
 }
 
-int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, size_t len) {
+static int read_dump(lua_State *L, const char *name, const unsigned char *buf, size_t len,
+                     int summary) {
   Reader R;
   memset(&R, 0, sizeof R);
   R.L = L;
   R.name = name;
   R.buf = buf;
   R.len = len;
+  R.summary = summary;
   int top = lua_gettop(L);
   lua_pushcfunction(L, read_body);
   lua_pushlightuserdata(L, &R);
@@ -531,4 +535,12 @@ int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, s
     lua_pushfstring(L, "cprof: %s: out of memory", name);
   }
   return status != 0;
+}
+
+int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, size_t len) {
+  return read_dump(L, name, buf, len, 0);
+}
+
+int dump_read_summary(lua_State *L, const char *name, const unsigned char *buf, size_t len) {
+  return read_dump(L, name, buf, len, 1);
 }

@@ -89,9 +89,8 @@ static void on_alloc(MemAttr *m, void *block, size_t size, int tag) {
   slab *sl = slab_holding(block);
   if (sl) {
     SlabAttr *t = table_of(m, sl);
-    /* Room for the number of every table that exists, so that dropping one never fails. */
-    if (!t && (array_reserve((void **)&m->free_nums, &m->cfree, sizeof *m->free_nums,
-                             m->ntabs - m->nfree, 64) ||
+    /* Room in free_nums for every number there may be, so that dropping a table never fails. */
+    if (!t && (array_reserve((void **)&m->free_nums, &m->cfree, sizeof *m->free_nums, m->ntabs, 64) ||
                !(t = new_table(m, sl)))) {
       m->lost++;
       return;

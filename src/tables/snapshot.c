@@ -280,6 +280,20 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
     lua_setfield(L, -2, "memory");
     lua_pushinteger(L, (lua_Integer)P->mem.lost);
     lua_setfield(L, -2, "memory_lost");
+    /* The totals over every context, for a summary read without the tree. */
+    uint64_t t[4] = {0, 0, 0, 0};
+    for (uint32_t k = 0; k < P->tree.nnodes; k++) {
+      const MemStat *m = memattr_of(&P->mem, k);
+      if (!m) continue;
+      t[0] += m->allocs;
+      t[1] += m->bytes;
+      t[2] += m->frees;
+      t[3] += m->freed;
+    }
+    set_int(L, "memory_allocs", t[0]);
+    set_int(L, "memory_bytes", t[1]);
+    set_int(L, "memory_frees", t[2]);
+    set_int(L, "memory_freed", t[3]);
   }
   set_fast_path(L, P);
   lua_setfield(L, -2, "meta");

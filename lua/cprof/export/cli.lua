@@ -5,6 +5,7 @@
 --   cprof-stats NEW... --diff BASE [--sort KEY] [--limit N] [--strip-dirs] [-o OUT] [PATTERN...]
 --   cprof-stats NEW... --diff BASE --export svg|folded [-o OUT] [--weight W]
 --   cprof-stats FILE... --leaks | --memory --stacks N [--sort live] | --memory-types [PATTERN...]
+--   cprof-stats FILE... --summary | --memory-series [--export svg] [-o OUT]
 --
 -- cprof-stats appends M.OPTIONS to its own table of options (one parser, one --help) and hands
 -- the command to M.cli_exports when M.wanted says so.  Every value these options take is
@@ -92,6 +93,17 @@ M.OPTIONS = {
              "(string, table, function, userdata, thread, upvalue, proto, raw) and the",
              "lifetimes of the blocks freed (average, shortest, longest)." },
     set = function(o) settings(o).types = true end },
+  { long = "summary",
+    help = { "Print each FILE's memory summary without reading its call tree: the memory",
+             "charged to its contexts and the allocator's state when it was written (free,",
+             "Lua types, kmemstat)." },
+    set = function(o) settings(o).summary = true end },
+  { long = "memory-series",
+    help = { "Print one row per FILE, in the order given, with the allocator's numbers when",
+             "each was written (Lua's bytes, live blocks, held, mapped, peak, live bytes",
+             "charged to contexts) and the growth since the one before: memory over time",
+             "from dumps taken one after another.  With --export svg, a line chart." },
+    set = function(o) settings(o).series = true end },
   { long = "diff", arg = "BASE",
     help = { "Compare the FILEs with the profile BASE: per function, the calls, tottime and",
              "cumtime, and their change (absolute and percent), the largest change in",
@@ -106,7 +118,7 @@ M.OPTIONS = {
 function M.wanted(o)
   local x = o.exports
   return x ~= nil and (x.format ~= nil or x.tree or x.base ~= nil or x.leaks or x.stacks ~= nil
-    or x.types)
+    or x.types or x.summary or x.series)
 end
 
 -- An error of the export layer as one line without its module prefix.
@@ -143,17 +155,24 @@ function M.cli_exports(o, fail)
   local files = o.files
   if #files == 0 then fail("no dump file given (see cprof-stats --help)") end
   local modes = {}
-  if x.format then modes[#modes + 1] = "--export" end
+  if x.format and not x.series then modes[#modes + 1] = "--export" end
   if x.tree then modes[#modes + 1] = "--tree" end
   if x.base and not x.format then modes[#modes + 1] = "--diff" end
   if x.leaks then modes[#modes + 1] = "--leaks" end
   if x.stacks and not x.leaks and not x.types then modes[#modes + 1] = "--stacks" end
   if x.types then modes[#modes + 1] = "--memory-types" end
+  if x.summary then modes[#modes + 1] = "--summary" end
+  if x.series then modes[#modes + 1] = "--memory-series" end
   if #modes > 1 then fail("options " .. concat(modes, " and ") .. " do not go together") end
   if x.stacks and not o.views.memory then fail("option --stacks goes with --memory") end
   local memctx = x.leaks or x.types or x.stacks
   local allowed
-  if memctx then
+  if x.summary or x.series then
+    if x.series and x.format and x.format ~= "svg" then
+      fail("option --memory-series draws --export svg only, not " .. x.format)
+    end
+    allowed = {}
+  elseif memctx then
     allowed = { memory = x.stacks ~= nil, sort = x.stacks ~= nil, stacks = true }
   elseif x.tree then
     allowed = { memory = true, tree = true }
@@ -181,7 +200,20 @@ function M.cli_exports(o, fail)
   local out = x.output or io.stdout
 
   local ok, err = pcall(function()
-    if memctx then
+    if x.summary or x.series then
+      local summary = require("cprof.report.summary")
+      local list = {}
+      for i, f in ipairs(files) do list[i] = summary.read(f) end
+      export.output(out, false, function(sink)
+        if x.summary then
+          for _, s in ipairs(list) do summary.print(s, sink) end
+        elseif x.format then
+          summary.series_svg(list, sink)
+        else
+          summary.series(list, sink)
+        end
+      end)
+    elseif memctx then
       local m = export.model(files)
       export.output(out, false, function(sink)
         local report = require("cprof.report.memctx")
