@@ -31,6 +31,11 @@ local function number(name, v, fail, min)
   return n
 end
 
+-- An option without a value that sets settings(o)[key].
+local function flag(long, key, help)
+  return { long = long, help = help, set = function(o) settings(o)[key] = true end }
+end
+
 M.OPTIONS = {
   { long = "export", short = "e", arg = "FORMAT",
     help = { "Write the profile for other tools instead of printing a report: svg (a flame",
@@ -73,12 +78,11 @@ M.OPTIONS = {
     help = { "With --tree: leave out the call paths under P percent of the total time",
              "(default 0.5; 0 prints every path)." },
     set = function(o, v, fail) settings(o).min_percent = number("min-percent", v, fail, 0) end },
-  { long = "leaks",
-    help = { "Print the allocation contexts (call stacks) whose blocks were still live when the",
-             "profile was written, most live bytes first, with their live blocks per Lua type;",
-             "contexts that hold only raw memory (stacks, buffers) are summed in one line.",
-             "PATTERNs keep the stacks through matching functions.  docs/MEMORY.md." },
-    set = function(o) settings(o).leaks = true end },
+  flag("leaks", "leaks", {
+    "Print the allocation contexts (call stacks) whose blocks were still live when the",
+    "profile was written, most live bytes first, with their live blocks per Lua type;",
+    "contexts that hold only raw memory (stacks, buffers) are summed in one line.",
+    "PATTERNs keep the stacks through matching functions.  docs/MEMORY.md." }),
   { long = "stacks", arg = "N",
     help = { "With --memory: print the N allocation contexts with the most allocated bytes",
              "(--sort live: live bytes), each as its stack, with allocations, bytes, frees,",
@@ -88,22 +92,19 @@ M.OPTIONS = {
       if n % 1 ~= 0 then fail("option --stacks: '" .. v .. "' is not a whole number") end
       settings(o).stacks = n
     end },
-  { long = "memory-types",
-    help = { "Print, per function, the allocations, frees and live blocks of each Lua type",
-             "(string, table, function, userdata, thread, upvalue, proto, raw) and the",
-             "lifetimes of the blocks freed (average, shortest, longest)." },
-    set = function(o) settings(o).types = true end },
-  { long = "summary",
-    help = { "Print each FILE's memory summary without reading its call tree: the memory",
-             "charged to its contexts and the allocator's state when it was written (free,",
-             "Lua types, kmemstat)." },
-    set = function(o) settings(o).summary = true end },
-  { long = "memory-series",
-    help = { "Print one row per FILE, in the order given, with the allocator's numbers when",
-             "each was written (Lua's bytes, live blocks, held, mapped, peak, live bytes",
-             "charged to contexts) and the growth since the one before: memory over time",
-             "from dumps taken one after another.  With --export svg, a line chart." },
-    set = function(o) settings(o).series = true end },
+  flag("memory-types", "types", {
+    "Print, per function, the allocations, frees and live blocks of each Lua type",
+    "(string, table, function, userdata, thread, upvalue, proto, raw) and the",
+    "lifetimes of the blocks freed (average, shortest, longest)." }),
+  flag("summary", "summary", {
+    "Print each FILE's memory summary without reading its call tree: the memory",
+    "charged to its contexts and the allocator's state when it was written (free,",
+    "Lua types, kmemstat)." }),
+  flag("memory-series", "series", {
+    "Print one row per FILE, in the order given, with the allocator's numbers when",
+    "each was written (Lua's bytes, live blocks, held, mapped, peak, live bytes",
+    "charged to contexts) and the growth since the one before: memory over time",
+    "from dumps taken one after another.  With --export svg, a line chart." }),
   { long = "diff", arg = "BASE",
     help = { "Compare the FILEs with the profile BASE: per function, the calls, tottime and",
              "cumtime, and their change (absolute and percent), the largest change in",
