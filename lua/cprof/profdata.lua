@@ -59,7 +59,8 @@ M.MEM_TYPE_COLUMNS = { "name", "tag", "live", "bytes", "held", "allocs", "large_
 M.MEM_ARENA_COLUMNS = { "name", "source", "quantum", "total", "alloc", "free", "imported",
                         "peak_total", "nr_allocs", "nr_free_segs", "nr_spans", "nr_imports",
                         "nr_empty", "allocs", "frees", "imports", "releases", "import_failures",
-                        "hash_size", "hash_empty", "hash_longest", "meta" }
+                        "hash_size", "hash_empty", "hash_longest", "meta", "qcache_max",
+                        "qcached", "qcached_bytes", "qcache_allocs", "qcache_frees" }
 M.MEM_FREE_LIST_COLUMNS = { "arena", "list", "segs" }
 local MEM_GROUPS = { "mem_caches", "mem_types", "mem_arenas", "mem_free_lists" }
 

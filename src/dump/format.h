@@ -239,6 +239,10 @@ static const DumpField DUMP_MEM_ARENA_FIELDS[] = {
   {"releases", DUMP_ENC_UINT, 0, 0},    {"import_failures", DUMP_ENC_UINT, 0, 0},
   {"hash_size", DUMP_ENC_UINT, 0, 0},   {"hash_empty", DUMP_ENC_UINT, 0, 0},
   {"hash_longest", DUMP_ENC_UINT, 0, 0}, {"meta", DUMP_ENC_UINT, 0, 0},
+  /* quantum caches (added later: an older file reads them as 0) */
+  {"qcache_max", DUMP_ENC_UINT, 0, 0},  {"qcached", DUMP_ENC_UINT, 0, 0},
+  {"qcached_bytes", DUMP_ENC_UINT, 0, 0}, {"qcache_allocs", DUMP_ENC_UINT, 0, 0},
+  {"qcache_frees", DUMP_ENC_UINT, 0, 0},
 };
 /* One non-empty free list of one arena: segments of sizes in [2^list, 2^(list+1)). */
 static const DumpField DUMP_MEM_FREE_LIST_FIELDS[] = {

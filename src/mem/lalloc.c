@@ -527,4 +527,5 @@ void lalloc_fail_after(lalloc *h, long n) { h->cs.os.fail_after = n; }
 
 void lalloc_reap(lalloc *h) {
   for (cache *c = h->all; c; c = c->next) cache_reap(c);
+  arena_qcache_flush(&h->cs.pages);
 }
