@@ -3,8 +3,8 @@
  * cprof's allocator, every allocation is charged to the call-tree node of the frame running then,
  * and its free to the node that allocated it (MemProf's fields: allocations, bytes, frees, live
  * bytes at the end, smallest and largest size, lifetimes, first allocation and last free, counts
- * per Lua type). Exact, not sampled: an allocation costs one insertion into the block map, a
- * free one probe; each updates its node's record in O(1).
+ * per Lua type). Exact, not sampled: an allocation writes one entry of a side table, a free
+ * reads and clears it, and each updates its node's record: O(1).
  *
  * What attribution keeps per live block — its node, to credit the free, and its birth time — is
  * not in the block (no block grows) but in a side table per slab, indexed by the object's place
