@@ -1,6 +1,11 @@
--- Calibration: the cost per event no clock reading sees, measured and subtracted at report time.
+-- Calibration: the cost of each kind of event that no clock reading sees, measured and
+-- subtracted at report time where the events happened. Exact timers (`counter`, one tick per
+-- reading, and a Lua function ticking once per reading) make every number here fixed.
 local cprof = require "cprof"
 local bias = require "cprof.bias"
+local calibrate = require "cprof.calibrate"
+local report_text = require "cprof.report.text"
+local core = require("cprof.version").core()
 local S = require "spec.support"
 
 local function leaf() return 1 end
@@ -8,18 +13,32 @@ local function a() leaf() end
 local function b() leaf() leaf() end
 local function root() a() b() end
 
--- One tick per reading.
 local ticking = S.ticking
+local nop_c = core.hooked -- a C function every Lua (LuaJIT too) sends events for
 
--- {ncalls, tottime, cumtime} of a frame of data d, by the function's line.
+-- {ncalls, tottime, cumtime} of a frame of data d, by the Lua function or by a C frame's name.
 local function row(d, f)
-  local line = debug.getinfo(f, "S").linedefined
+  local line = type(f) == "function" and debug.getinfo(f, "S").linedefined
   for i = 1, d.frames.n do
-    if d.frames.line[i] == line and d.frames.kind[i] == "Lua" then
+    if (line and d.frames.line[i] == line and d.frames.kind[i] == "Lua")
+       or (not line and d.frames.kind[i] == "C" and d.frames.name[i] == f) then
       return { d.frames.ncalls[i], d.frames.tottime[i], d.frames.cumtime[i] }
     end
   end
 end
+
+-- What the bias took off each of a frame's numbers: {tottime, cumtime}.
+local function taken(raw, cal, f)
+  local r, c = row(raw, f), row(cal, f)
+  return { r[2] - c[2], r[3] - c[3] }
+end
+
+-- Powers of two, small enough that no time goes below zero: every sum below is exact.
+local MODEL = { lua_call = 1 / 1024, c_call = 1 / 4096, switch = 1 / 64, line = 1 / 8192 }
+
+local function c_caller() for _ = 1, 1000 do nop_c() end end
+local function nop() end
+local function lua_caller() for _ = 1, 1000 do nop() end end
 
 describe("the bias", function()
   it("is subtracted per event: exact numbers for a fixed call tree", function()
@@ -61,24 +80,318 @@ describe("the bias", function()
     assert.are.same(row(q:snapshot(), root), row(q:report_data(), root))
   end)
 
-  it("comes from the module default when a profile sets none", function()
+  it("comes from the module default when a profile sets none, a number or a table", function()
     cprof.bias = 1e-9
     local p = cprof.Profile()
+    cprof.bias = { c_call = 2e-9 }
+    local q = cprof.Profile { timer = "counter" }
     cprof.bias = 0
     assert.are.equal(1e-9, p:bias())
-    assert.are.equal(0, cprof.Profile():bias())
+    assert.are.same({ lua_call = 0, c_call = 2e-9, switch = 0, line = 0 }, q:bias())
+    assert.are.equal(0, cprof.Profile { timer = "counter" }:bias())
     assert.has_error(function() cprof.Profile { bias = "x" } end,
       "cprof: option 'bias' must be a number of seconds per event")
   end)
 
-  it("is measured by calibrate: positive, and the same order of magnitude twice", function()
-    local p = cprof.Profile()
-    local b1 = p:calibrate(20000)
-    local b2 = cprof.Profile():calibrate(20000)
-    assert.is_true(b1 > 0 and b2 > 0, ("biases %g and %g"):format(b1, b2))
-    assert.is_true(b1 / b2 < 10 and b2 / b1 < 10, ("biases %g and %g"):format(b1, b2))
-    assert.are.equal(b1, p:bias())
-    assert.is_true(b1 < 1e-6, "well under a microsecond per event")
-    assert.has_error(function() p:calibrate(0) end)
+  it("as a number b is the model of 2b per call (its return included) and b per line", function()
+    assert.are.same({ lua_call = 0.5, c_call = 0.5, switch = 0, line = 0.25 }, bias.model(0.25))
+    local p = cprof.Profile { timer = "counter", bias = 0.25 }
+    p:runcall(root)
+    local q = p:sibling()
+    q:bias { lua_call = 0.5, c_call = 0.5, line = 0.25 }
+    q:runcall(root)
+    for _, f in ipairs { leaf, a, b, root } do
+      assert.are.same(row(p:report_data(), f), row(q:report_data(), f))
+    end
+  end)
+end)
+
+describe("the bias per kind of event", function()
+  it("charges a frame making 1,000 C calls exactly 1,000 C-call biases", function()
+    local p = cprof.Profile { timer = "counter", bias = MODEL }
+    p:runcall(c_caller)
+    local raw, cal = p:snapshot(), p:report_data()
+    local nop_name = "cprof.core.hooked"
+    assert.are.equal(1000, row(raw, nop_name)[1])
+    -- each call's half before the clock is read is in the caller's time, half in the callee's
+    assert.are.same({ 500 * MODEL.c_call + 0.5 * MODEL.lua_call,
+                      1000 * MODEL.c_call + 0.5 * MODEL.lua_call }, taken(raw, cal, c_caller))
+    assert.are.same({ 500 * MODEL.c_call, 500 * MODEL.c_call }, taken(raw, cal, nop_name))
+    assert.are.same(1000 * MODEL.c_call + 0.5 * MODEL.lua_call, cal.meta.bias_subtracted)
+  end)
+
+  it("charges a frame making 1,000 Lua calls exactly 1,000 Lua-call biases", function()
+    local p = cprof.Profile { timer = "counter", bias = MODEL }
+    p:runcall(lua_caller)
+    local raw, cal = p:snapshot(), p:report_data()
+    assert.are.same({ 500.5 * MODEL.lua_call, 1000.5 * MODEL.lua_call },
+                    taken(raw, cal, lua_caller))
+    assert.are.same({ 500 * MODEL.lua_call, 500 * MODEL.lua_call }, taken(raw, cal, nop))
+    -- the edge lua_caller -> nop loses what nop lost
+    local e = 1
+    while raw.frames.line[raw.edges.callee[e]] ~= debug.getinfo(nop, "S").linedefined do e = e + 1 end
+    assert.are.equal(500 * MODEL.lua_call, raw.edges.tottime[e] - cal.edges.tottime[e])
+  end)
+
+  it("charges recursion to the function's own time, once per call received and per call made",
+     function()
+    local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+    local p = cprof.Profile { timer = "counter", bias = MODEL }
+    p:runcall(fib, 10)
+    local raw, cal = p:snapshot(), p:report_data()
+    -- 177 calls, 176 of them made by fib itself
+    assert.are.same({ 176.5 * MODEL.lua_call, 176.5 * MODEL.lua_call }, taken(raw, cal, fib))
+    assert.are.equal(raw.nodes.tottime[1] - cal.nodes.tottime[1], 176.5 * MODEL.lua_call)
+  end)
+
+  it("charges a coroutine switch to the frame that resumed, one per resume", function()
+    -- locals: under busted, the global `coroutine` is looked up through its environment
+    local create, resume, yield = coroutine.create, coroutine.resume, coroutine.yield
+    local function body() for _ = 1, 99 do yield() end end
+    local function driver()
+      local co = create(body)
+      for _ = 1, 100 do resume(co) end
+    end
+    local p = cprof.Profile { timer = "counter", bias = MODEL }
+    p:runcall(driver)
+    local raw, cal = p:snapshot(), p:report_data()
+    local resumes = row(raw, "coroutine.resume")
+    if not resumes then pending("this Lua's coroutine.resume sends no events") return end
+    assert.are.equal(100, resumes[1])
+    -- its own time: the switches, half of each call it received and of the body's call it made;
+    -- its cumulative time: the switches, half its own calls, the body's call and the 99 yields
+    assert.are.same({ 100 * MODEL.switch + 50 * MODEL.c_call + 0.5 * MODEL.lua_call,
+                      100 * MODEL.switch + 149 * MODEL.c_call + MODEL.lua_call },
+                    taken(raw, cal, "coroutine.resume"))
+    local totals = bias.totals(bias.counts(raw))
+    assert.are.equal(100, totals.switch)
+  end)
+
+  it("charges each line event to its function", function()
+    local function lines(n)
+      local x = 0
+      for i = 1, n do
+        x = x + i
+      end
+      return x
+    end
+    local p = cprof.Profile { timer = "counter", bias = MODEL, lines = true }
+    p:runcall(lines, 200)
+    local raw, cal = p:snapshot(), p:report_data()
+    local hits = 0
+    local me = nil
+    for i = 1, raw.frames.n do
+      if raw.frames.line[i] == debug.getinfo(lines, "S").linedefined then me = i end
+    end
+    for r = 1, raw.lines.n do
+      if raw.lines.frame[r] == me then hits = hits + raw.lines.hits[r] end
+    end
+    assert.is_true(hits > 400)
+    assert.are.same({ hits * MODEL.line + 0.5 * MODEL.lua_call,
+                      hits * MODEL.line + 0.5 * MODEL.lua_call }, taken(raw, cal, lines))
+  end)
+
+  it("is kept in the profile's meta and in dumps, and read back", function()
+    local m = { lua_call = 3e-8, c_call = 1e-8, switch = 2e-8, line = 5e-9,
+                err = { lua_call = 1e-9, c_call = 2e-9 }, source = "calibrate" }
+    local p = cprof.Profile { timer = "counter", bias = m }
+    p:runcall(c_caller)
+    local path = S.tmpname(".prof")
+    p:dump_stats(path)
+    local d = cprof.load(path)
+    os.remove(path)
+    assert.are.equal(0, d.meta.bias)
+    assert.are.equal(3e-8, d.meta.bias_lua_call)
+    assert.are.equal(2e-9, d.meta.bias_c_call_err)
+    assert.are.equal("calibrate", d.meta.bias_source)
+    local back = bias.from_meta(d.meta)
+    assert.are.same({ lua_call = 3e-8, c_call = 1e-8, switch = 2e-8, line = 5e-9,
+                      err = { lua_call = 1e-9, c_call = 2e-9 }, source = "calibrate" }, back)
+  end)
+
+  it("refuses bad models with a message naming the key", function()
+    assert.has_error(function() cprof.Profile { bias = { lua_calls = 1 } } end,
+      "cprof: option 'bias': unknown key 'lua_calls' (the kinds are lua_call, c_call, switch, line)")
+    assert.has_error(function() cprof.Profile { bias = { c_call = 0 / 0 } } end,
+      "cprof: option 'bias'.c_call must be a finite number of seconds")
+    local p = cprof.Profile { timer = "counter" }
+    assert.has_error(function() p:bias { err = { line = "x" } } end,
+      "cprof: bias.err must map kinds to numbers of seconds")
+    assert.has_error(function() p:bias("x") end)
+    assert.has_error(function() bias.apply({ frames = { n = 0, kind = {}, file = {}, line = {},
+      lastline = {}, name = {}, ncalls = {}, pcalls = {}, tottime = {}, cumtime = {} },
+      meta = { bias_line = "x" } }) end, "cprof: meta.bias_line must be a finite number")
+  end)
+end)
+
+describe("the report's overhead line", function()
+  it("says how much was subtracted and how uncertain the rest is", function()
+    local p = cprof.Profile { timer = "counter", bias = { c_call = 0.5, err = { c_call = 0.25 },
+                                                        source = "calibrate" } }
+    p:runcall(c_caller)
+    local d = p:report_data()
+    local total = 0
+    for i = 1, d.frames.n do total = total + d.frames.tottime[i] end
+    -- 1000 C calls: 500 ticks subtracted, 250 uncertain
+    assert.are.equal(500, d.meta.bias_subtracted)
+    assert.are.equal(250, d.meta.bias_uncertainty)
+    assert.are.equal(("   cprof: calibrated (calibrate): %.1f%% of the measured time was cprof's"
+      .. " overhead and is subtracted; the rest is uncertain by ±%.1f%%"):format(
+        100 * 500 / (total + 500), 100 * 250 / total), report_text.overhead_line(d.meta, total))
+    local out = {}
+    require("cprof.stats").new(p, { stream = { write = function(_, s) out[#out + 1] = s end } })
+      :print_stats()
+    assert.matches("\n   cprof: calibrated %(calibrate%): [%d.]+%% of the measured time",
+                   table.concat(out))
+  end)
+
+  it("estimates the overhead of an uncalibrated profile of a clock timer", function()
+    local p = cprof.Profile { timer = "counter", bias = 0 }
+    p:runcall(c_caller)
+    local d = p:snapshot()
+    d.meta.timer = "tsc" -- as if measured in time
+    local e = bias.apply(d)
+    assert.are.equal(1000 * bias.TYPICAL.c_call + 0.5 * bias.TYPICAL.lua_call,
+                     e.meta.overhead_estimate)
+    assert.are.equal("   cprof: not calibrated: about 50.0% of this total is cprof's own overhead"
+      .. " (typical costs; CPROF_CALIBRATE=save or Profile:calibrate() measures them)",
+      report_text.overhead_line(e.meta, 2 * e.meta.overhead_estimate))
+    -- counted ticks are no time: nothing to estimate
+    assert.is_nil(bias.apply(p:snapshot()).meta.overhead_estimate)
+    assert.is_nil(report_text.overhead_line({}, 1))
+  end)
+end)
+
+describe("a sibling", function()
+  it("keeps the bias model, and turns line events on or off", function()
+    local p = cprof.Profile { timer = "counter", bias = MODEL }
+    local q = p:sibling(true)
+    assert.are.same(p:bias(), q:bias())
+    local function f() local x = 1 return x end
+    q:runcall(f)
+    assert.is_true(q:snapshot().lines.n > 0)
+    local r = q:sibling(false)
+    r:runcall(f)
+    assert.is_nil(r:snapshot().lines)
+  end)
+end)
+
+describe("calibrate", function()
+  -- In a child process: thousands of short profiles are no business of the specs' own state.
+  it("returns the model, with an uncertainty per kind, and sets it", function()
+    local out, err, status = S.run_lua([[
+      local cprof = require "cprof"
+      local p = cprof.Profile { timer = "counter" }
+      local m = p:calibrate(1000)
+      for _, k in ipairs(require("cprof.bias").KINDS) do
+        assert(type(m[k]) == "number" and m.err[k] >= 0, k)
+      end
+      assert(m.confidence == 0.95 and m.timer == "counter" and p:bias() == m)
+      print(select(2, pcall(p.calibrate, p, 0)))
+    ]])
+    assert.are.equal(0, status, err)
+    assert.matches("bad argument #1 to 'calibrate'", out)
+  end)
+
+  it("estimates a shift by the median of pairwise differences, with its interval", function()
+    -- x is y moved by 10, one value disturbed
+    local x, y = {}, {}
+    for i = 1, 20 do x[i], y[i] = i + 10, i end
+    x[20] = 1000
+    local est, lo, hi = calibrate.shift(x, y)
+    assert.are.equal(10, est)
+    assert.is_true(lo <= 10 and hi >= 10 and hi - lo < 15)
+  end)
+end)
+
+describe("the kept calibration", function()
+  local dir
+  before_each(function() dir = S.new_dir() end)
+  after_each(function() S.remove_dir(dir) end)
+
+  local M = { lua_call = 3e-8, c_call = 1.25e-8, switch = 4e-8, line = 2e-8,
+              err = { lua_call = 1e-9, c_call = 5e-10, switch = 2e-9, line = 1e-10 },
+              confidence = 0.95, date = "2026-11-24 19:00 UTC", timer = "tsc",
+              lua_version = "Lua 5.4", cprof_version = "0.1.0" }
+
+  it("is written to a file and read back, with its date", function()
+    local path = calibrate.path(dir .. "/cprof", "tsc", "Lua 5.4", "0.1.0")
+    assert.are.equal(dir .. "/cprof/calibration-tsc-Lua_5.4-0.1.0.txt", path)
+    assert.are.equal(path, calibrate.save(M, path))
+    local m = calibrate.load(path)
+    for _, k in ipairs(bias.KINDS) do
+      assert.are.equal(M[k], m[k])
+      assert.are.equal(M.err[k], m.err[k])
+    end
+    assert.are.equal("saved 2026-11-24 19:00 UTC", m.source)
+    assert.is_nil(calibrate.load(dir .. "/none.txt"))
+  end)
+
+  it("says which line of a file that is not one is wrong", function()
+    local path = dir .. "/bad.txt"
+    S.write_file(path, "# x\nlua_call = 1e-8\nc_call = many\n")
+    local m, err = calibrate.load(path)
+    assert.is_nil(m)
+    assert.are.equal("cprof: " .. path .. ":3: not a number", err)
+    S.write_file(path, "lua_call = 1e-8\nwhatever = 2\n")
+    m, err = calibrate.load(path)
+    assert.is_nil(m)
+    assert.matches("unknown key 'whatever'", err)
+  end)
+
+  it("needs a folder: XDG_CACHE_HOME or HOME", function()
+    local out, err = S.run_lua([[print(pcall(require("cprof").save_calibration))]], "",
+                               "env -u HOME -u XDG_CACHE_HOME")
+    assert.are.equal("false\tcprof: no folder for the calibration: set XDG_CACHE_HOME or HOME\n",
+                     out, err)
+  end)
+
+  it("says why it cannot be written, naming the file", function()
+    local path = dir .. "/file/calibration.txt"
+    S.write_file(dir .. "/file", "a file, not a folder")
+    local ok, err = calibrate.save(M, path)
+    assert.is_nil(ok)
+    assert.matches("^cprof: cannot write the calibration " .. path:gsub("%p", "%%%0"), err)
+  end)
+
+  it("is kept by CPROF_CALIBRATE=save and used by the next run; a bad file is named", function()
+    local script = "local s = 0 for i = 1, 1000 do s = s + #tostring(i) end"
+    local env = "env CPROF_CALIBRATE=save XDG_CACHE_HOME=" .. S.q(dir)
+    local _, err, status = S.run_lua(script, "-l cprof.auto", env)
+    assert.are.equal(0, status, err)
+    local path = err:match("the bias model is kept in (%S+)")
+    assert.is_truthy(path, err)
+    assert.is_truthy(calibrate.load(path))
+    assert.matches("cprof: calibrated %(saved %d+%-%d+%-%d+ %d+:%d+ UTC%)", err)
+    _, err = S.run_lua(script, "-l cprof.auto", "env XDG_CACHE_HOME=" .. S.q(dir))
+    assert.matches("cprof: calibrated %(saved %d+%-%d+%-%d+ %d+:%d+ UTC%)", err)
+    S.write_file(path, "lua_call = soon\n")
+    _, err = S.run_lua(script, "-l cprof.auto", "env XDG_CACHE_HOME=" .. S.q(dir))
+    assert.matches("cprof: " .. path:gsub("%p", "%%%0") .. ":1: not a number %(ignored%)", err)
+    assert.matches("cprof: not calibrated: about", err)
+  end)
+
+  it("is used by profiles of its timer made afterwards, and the report says so", function()
+    local meta = cprof.Profile { timer = "tsc" }:snapshot().meta
+    local m = {}
+    for k, v in pairs(M) do m[k] = v end
+    m.lua_version, m.cprof_version = meta.lua_version, require("cprof.version").VERSION
+    assert(calibrate.save(m, calibrate.path(dir .. "/cprof", "tsc", m.lua_version,
+                                             m.cprof_version)))
+    local script = [[
+      local cprof = require "cprof"
+      local p = cprof.Profile { timer = "tsc" }
+      local b = p:bias()
+      print(type(b) == "table" and b.c_call or "none", cprof.Profile { timer = "monotonic" }:bias() == 0)
+      local function f() for _ = 1, 100 do tostring(1) end end
+      p:runcall(f)
+      p:print_stats()
+    ]]
+    local out, err, status = S.run_lua(script, "", "env XDG_CACHE_HOME=" .. S.q(dir))
+    assert.are.equal(0, status, err)
+    assert.are.equal("1.25e-08\ttrue", out:match("^[^\n]*"))
+    assert.matches("cprof: calibrated %(saved 2026%-11%-24 19:00 UTC%)", out)
+    out = S.run_lua(script, "", "env CPROF_CALIBRATE=0 XDG_CACHE_HOME=" .. S.q(dir))
+    assert.are.equal("none\ttrue", out:match("^[^\n]*"))
   end)
 end)

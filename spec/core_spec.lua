@@ -76,6 +76,11 @@ describe("call counts", function()
       return
     end
     local function deep(k) if k == 0 then return 0 end return 1 + deep(k - 1) end
+    if not pcall(deep, 100000) then
+      pending("this Lua holds fewer than 100 000 Lua frames, profiled or not "
+        .. "(5.4.0 and 5.4.1 count them against the C stack's limit)")
+      return
+    end
     local st = profile(deep, 100000)
     local e = S.entry_of(st, deep)
     assert.are.same({ 100001, 1 }, { e.ncalls, e.pcalls })
@@ -99,8 +104,9 @@ describe("names", function()
   end)
 
   it("names a C function without a global name by its address", function()
-    local hidden = string.gmatch("a", "a") -- an iterator: a C closure nobody can name
-    local st = profile(function() hidden() end)
+    local searchers = package.searchers or package.loaders
+    local hidden = searchers[1] -- in a list, not a module: no global name reaches it
+    local st = profile(function() hidden("no.such.module") end)
     local found
     for _, e in ipairs(st.entries) do
       if e.what == "C" and e.name:match("^C function 0?x?%x+") then found = e end
@@ -108,8 +114,10 @@ describe("names", function()
     assert.truthy(found)
   end)
 
-  it("names a function from the call site, after an anonymous first call", function()
-    local function target() return 1 end
+  it("names a function its definition does not name from the call site, after an anonymous first call", function()
+    local fs = {}
+    fs[1] = function() return 1 end -- no name a definition gives
+    local target = fs[1]
     local st = profile(function() pcall(target) local named = target named() end)
     assert.are.equal("named", S.entry_of(st, target).name)
   end)
@@ -225,14 +233,11 @@ describe("coroutines", function()
   end)
 
   it("profiles coroutine.wrap generators", function()
-    if S.jit then
-      pending("LuaJIT's coroutine.wrap functions are built-in fast functions, which call no hook")
-      return
-    end
     local function gen() for i = 1, 2 do coroutine.yield(i) end end
     local st = profile(function() local g = coroutine.wrap(gen) g() g() end)
-    assert.are.same({ 1, 1 }, { S.entry_of(st, gen).ncalls, S.entry_of(st, gen).pcalls })
-    assert.are.equal(2, S.find(st, "function made by coroutine.wrap").ncalls)
+    local body = S.entry_of(st, gen)
+    assert.are.same({ 1, 1 }, { body.ncalls, body.pcalls })
+    assert.are.equal(2, S.find(st, ("wrap(%s:%d)"):format(body.file, body.line)).ncalls)
     S.assert_adds_up(st)
   end)
 

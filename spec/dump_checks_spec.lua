@@ -311,14 +311,28 @@ describe("dump checks", function()
       return accepted
     end
 
+    -- Whether cprof's reader accepted any cut or corruption of the version-2 dump at `path`.
+    local function accepted_v2(path, seed)
+      return sweep(read_file(path), "in.prof", function(p)
+        core.read_dump(p)
+        error("accepted", 0)
+      end, seed)
+    end
+
     it("version 2: every truncation and every corruption is refused", function()
       local path = dir .. "/real.prof"
       core.write_dump(path, core.read_dump(V1_SAMPLE))
-      local accepted = sweep(read_file(path), "in.prof", function(p)
-        core.read_dump(p)
-        error("accepted", 0)
-      end, 17)
-      assert.are.equal(0, accepted)
+      assert.are.equal(0, accepted_v2(path, 17))
+    end)
+
+    it("version 2 with a trace section: every truncation and every corruption is refused", function()
+      local path = dir .. "/traced.prof"
+      local p = require("cprof").Profile({ trace = true, trace_size = 40 })
+      local function f(n) if n > 0 then return f(n - 1) end end
+      p:enable(); f(30); p:disable()
+      p:dump_stats(path)
+      assert.is_true(core.read_dump(path).trace.n > 0)
+      assert.are.equal(0, accepted_v2(path, 23))
     end)
 
     it("version 1 (no checksums): what is accepted goes through everything without an internal error", function()

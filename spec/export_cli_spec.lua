@@ -127,6 +127,7 @@ describe("cprof-stats exports", function()
     local out = cli("--help")
     for _, opt in ipairs({ "-e, --export FORMAT", "-o, --output FILE", "--weight W", "--tree", "--depth N",
                            "--min-percent P", "--diff BASE", "--icicle", "--title TEXT",
+                           "--focus PATTERN", "--hide PATTERN",
                            "cprof-stats out.prof --export svg -o flame.svg" }) do
       assert.is_truthy(out:find(opt, 1, true), opt)
     end

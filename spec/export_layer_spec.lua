@@ -156,8 +156,8 @@ describe("cprof.export sources", function()
     local lines = {}
     for line in folded:gmatch("[^\n]+") do lines[#lines + 1] = line end
     assert.equal(2, #lines)
-    assert.matches(":%d+%(<anon>%) %d+$", lines[1]) -- top, called from C by runcall
-    assert.matches("%(<anon>%);.*%(leaf%) 3000000000$", lines[2])
+    assert.matches(":%d+%(top%) %d+$", lines[1]) -- called from C by runcall: named by its definition
+    assert.matches("%(top%);.*%(leaf%) 3000000000$", lines[2])
     p:bias(0.25) -- a quarter tick per event: leaf loses one per call received (cprof.bias)
     assert.matches("%(leaf%) 2250000000\n$", X.export("folded", p))
   end)

@@ -118,8 +118,8 @@ describe("the demo's flame graph in Chromium", function()
       .. " --export svg -o " .. S.q(svg))
     assert.equal(0, status, err)
     assert.equal("", out)
-    -- the frames to click and to hover: the widest of encode and of decode (their short names
-    -- differ between Lua 5.4 and LuaJIT, which sees other functions)
+    -- the frames to click and to hover: the widest of json.encode and of json.decode (their
+    -- short names differ between Lua 5.4 and LuaJIT, which sees other functions)
     local function widest(fn)
       local best
       for _, box in ipairs(boxes(S.read_file(svg))) do
@@ -127,8 +127,8 @@ describe("the demo's flame graph in Chromium", function()
       end
       return best.name, best.label
     end
-    encode, encode_label = widest("encode")
-    decode = widest("decode")
+    encode, encode_label = widest("json%.encode")
+    decode = widest("json%.decode")
     -- the search: that encode's full name, as a regular expression
     local term = "^" .. encode_label:gsub("[%^%$%(%)%.%[%]%*%+%-%?{}|\\]", "\\%0") .. "$"
     result = X.browser({ { kind = "svg", file = svg, click = encode, search = term,
@@ -182,6 +182,6 @@ describe("the demo's flame graph in Chromium", function()
   end)
 
   it("shows a frame's name, place, calls and share when the mouse is over it", function()
-    assert.matches("json_demo.lua:%d+%(decode%)  ·  .*json_demo.lua:%d+  ·  %d+ calls  ·  ", result.details)
+    assert.matches("json_demo.lua:%d+%(json%.decode%)  ·  .*json_demo.lua:%d+  ·  %d+ calls  ·  ", result.details)
   end)
 end)

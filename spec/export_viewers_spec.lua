@@ -42,7 +42,7 @@ describe("exports in speedscope", function()
     sample = dir .. "/sample.speedscope.json", co = dir .. "/co.speedscope.json",
     live = dir .. "/live.speedscope.json", folded = dir .. "/sample.folded",
     chrome = dir .. "/sample.trace.json", chrome_co = dir .. "/co.trace.json",
-    calls = dir .. "/calls.speedscope.json",
+    calls = dir .. "/calls.speedscope.json", trace = dir .. "/fib.trace.json",
   }
   local dump = X.live_dump(dir .. "/live.prof")
   export.export("speedscope", X.sample(), files.sample)
@@ -52,6 +52,11 @@ describe("exports in speedscope", function()
   export.export("folded", X.sample(), files.folded)
   export.export("chrome", X.sample(), files.chrome)
   export.export("chrome", X.with_coroutine(), files.chrome_co)
+  -- a real time line: fib(6) under the counter timer (one tick per event), so every time exact
+  rawset(_G, "CPROF_FIB_NO_MAIN", true)
+  local traced = require("cprof").Profile({ timer = "counter", trace = true })
+  traced:runcall(dofile(S.ROOT .. "/examples/fib.lua"), 6)
+  export.export("chrome", traced, files.trace)
   local results
   lazy_setup(function()
     results = X.browser({
@@ -62,6 +67,7 @@ describe("exports in speedscope", function()
       { kind = "speedscope", file = files.chrome },
       { kind = "speedscope", file = files.chrome_co, profiles = 2 },
       { kind = "speedscope", file = files.calls },
+      { kind = "speedscope", file = files.trace },
     })
   end)
   lazy_teardown(function() S.remove_dir(dir) end)
@@ -153,5 +159,36 @@ describe("exports in speedscope", function()
     local names = co.profiles[1].title .. " | " .. co.profiles[2].title
     assert.matches("main", names)
     assert.matches("coroutine gen", names)
+  end)
+
+  it("read a real trace (Profile{trace = true}) with the times of its B/E events", function()
+    local r = results[8]
+    assert.is_nil(r.error)
+    assert.matches("Importing as Trace Event Format profile", table.concat(r.log, "\n"))
+    -- fib's time on the stack (total) and on top of it (self), from the events themselves
+    local doc = require("cjson").decode(S.read_file(files.trace))
+    local stack, total, self, last, pairs_of = {}, 0, 0, nil, 0
+    for _, e in ipairs(doc.traceEvents) do
+      if e.ph == "B" or e.ph == "E" then
+        if last and #stack > 0 then
+          local dt, on = e.ts - last, false
+          for _, name in ipairs(stack) do on = on or name == "fib" end
+          if on then total = total + dt end
+          if stack[#stack] == "fib" then self = self + dt end
+        end
+        last = e.ts
+        if e.ph == "B" then
+          stack[#stack + 1] = e.name
+          if e.name == "fib" then pairs_of = pairs_of + 1 end
+        else
+          stack[#stack] = nil
+        end
+      end
+    end
+    assert.equal(25, pairs_of) -- fib(6): 2 * fib(7) - 1 calls
+    local row = by_name(r.profiles[1]).fib
+    assert.is_true(total > 0 and self > 0)
+    assert.is_true(close(row.total, total / 1e6), row.total .. " vs " .. total / 1e6)
+    assert.is_true(close(row.self, self / 1e6), row.self .. " vs " .. self / 1e6)
   end)
 end)

@@ -67,7 +67,8 @@ static int fast_path_default(void) {
 /* Profile{...}: the options, as Python's cProfile.Profile(timer, timeunit, subcalls, builtins)
    plus cprof's own. Read raw: the table's metamethods never run. */
 static const char *const OPTIONS[] = {"timer", "unit", "timeunit", "bias", "lines", "tree_cap",
-                                      "subcalls", "builtins", "fast_path", NULL};
+                                      "subcalls", "builtins", "fast_path", "trace",
+                                      "trace_size", NULL};
 
 /* Whether `a` is a likely typo of `b`: at most two single-character edits apart (and not
    about as short as the edits). */
@@ -159,7 +160,7 @@ static double unit_option(lua_State *L, const char **name) {
 
 static int l_new(lua_State *L) {
   cprof_timer timer = cprof_timer_default();
-  uint32_t tree_cap = TREE_CAP_DEFAULT;
+  uint32_t tree_cap = TREE_CAP_DEFAULT, trace_size = 0;
   int lines = 0, subcalls = 1, fast = fast_path_default();
   int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
   double unit = 0, bias = 0;
@@ -212,11 +213,22 @@ static int l_new(lua_State *L) {
       tree_cap = (uint32_t)cap;
     }
     lua_pop(L, 1);
+    if (boolean_option(L, "trace", 0)) trace_size = TRACE_SIZE_DEFAULT;
+    if (option(L, "trace_size") != LUA_TNIL) {
+      lua_Number n = lua_tonumber(L, -1);
+      if (!trace_size) return luaL_error(L, "cprof: option 'trace_size' goes with trace = true");
+      if (!lua_isnumber(L, -1) || n < 1 || n > 0x7fffffff || n != (lua_Number)(uint32_t)n)
+        return luaL_error(L, "cprof: option 'trace_size' must be a whole number of events from 1"
+                             " to 2^31-1");
+      trace_size = (uint32_t)n;
+    }
+    lua_pop(L, 1);
   } else if (!lua_isnoneornil(L, 1)) {
     return luaL_error(L, "bad argument #1 to 'Profile' (table expected, got %s)", luaL_typename(L, 1));
   }
   Profiler *P = push_profile(L, &timer, timer_fn, unit);
   P->tree.limit = tree_cap;
+  P->trace.size = trace_size;
   P->lines.on = lines;
   P->public_only = !fast;
   P->bias = bias;
@@ -224,7 +236,8 @@ static int l_new(lua_State *L) {
   return 1;
 }
 
-/* A new profile with the same timer and options, empty (Profile:calibrate measures with one). */
+/* A new profile with the same timer and options, empty (Profile:calibrate measures with one);
+   a boolean argument turns its line events on or off. */
 static int l_sibling(lua_State *L) {
   LProfile *lp = (LProfile *)check(L);
   int fn = 0;
@@ -234,7 +247,8 @@ static int l_sibling(lua_State *L) {
   }
   Profiler *P = push_profile(L, &lp->P.clock.timer, fn, lp->lt.ticks ? lp->P.clock.timer.unit : 0);
   P->tree.limit = lp->P.tree.limit;
-  P->lines.on = lp->P.lines.on;
+  P->trace.size = lp->P.trace.size;
+  P->lines.on = lua_isnoneornil(L, 2) ? lp->P.lines.on : lua_toboolean(L, 2);
   P->public_only = lp->P.public_only;
   P->bias = lp->P.bias;
   ((LProfile *)P)->subcalls = lp->subcalls;

@@ -7,8 +7,8 @@
  * the test. Each case checks ncalls, pcalls, tottime and cumtime exactly, per function, per
  * edge and per call-tree node: recursion, a tail call and an error unwinding several frames,
  * a coroutine resumed twice and finishing, a function active in a coroutine and in its resumer
- * (a deep recursion, whose switch touches only the lowest frame of each record), and closing
- * at disable() with profiler frames open.
+ * (a deep recursion, whose switch touches only the lowest frame of each record), closing
+ * at disable() with profiler frames open, and the trace's events.
  *
  *   test_engine      exit status 0 when everything passed
  */
@@ -57,7 +57,7 @@ static void call(Profiler *P, Stack *st, int ci, int parent, uint32_t e, cprof_t
 
 static void ret(Profiler *P, Stack *st, int ci, cprof_ticks now) {
   in(P, st, now);
-  eng_return(P, st, CI(ci), now);
+  eng_return(P, st, CI(ci), now, P->tracing);
 }
 
 static void expect(const Stat *s, const char *what, uint64_t ncalls, uint64_t pcalls,
@@ -254,6 +254,50 @@ static void test_flush(lua_State *L) {
   prof_free(&P);
 }
 
+/* The trace's event i (0 the oldest kept): call or return, of which entry, at which time. */
+static void expect_event(const Profiler *P, uint32_t i, int ret, uint32_t entry, cprof_ticks t) {
+  const TraceEvent *e = trace_at(&P->trace, i);
+  int is_ret = (e->thread & TRACE_RETURN) != 0;
+  CHECK(is_ret == ret && P->tree.nodes[e->node].entry == entry && e->t == t &&
+            (e->thread & ~TRACE_RETURN) == 1,
+        "event %u: %s of entry %u at %lld, thread %u", i, is_ret ? "return" : "call",
+        P->tree.nodes[e->node].entry, (long long)e->t, e->thread & ~TRACE_RETURN);
+}
+
+/* The trace: a return for every frame an unwind closes, a ring of 4 that keeps the newest
+   events, and disable()'s own frame taken back out of it. */
+static void test_trace(lua_State *L) {
+  Profiler P;
+  Stack *st = setup(&P, L);
+  P.trace.size = 4;
+  CHECK(trace_alloc(&P.trace) == 0, "trace_alloc");
+  P.tracing = 1;
+  st->id = 1;
+  uint32_t f = func(&P, "f"), g = func(&P, "g"), h = func(&P, "h"), disable = func(&P, "disable");
+  P.fns.entries[disable].internal = 1;
+  call(&P, st, 1, 0, f, 0);
+  call(&P, st, 2, 1, g, 2);
+  call(&P, st, 3, 2, h, 3);
+  ret(&P, st, 1, 7);  /* an error unwound h and g: their returns come first, at 7 */
+  CHECK(P.trace.total == 6 && P.trace.held == 4, "6 events, 4 kept: %llu, %u",
+        (unsigned long long)P.trace.total, P.trace.held);
+  expect_event(&P, 0, 0, h, 3);
+  expect_event(&P, 1, 1, h, 7);
+  expect_event(&P, 2, 1, g, 7);
+  expect_event(&P, 3, 1, f, 7);
+  /* disable()'s call leaves the ring again at the flush, which closes f */
+  call(&P, st, 4, 0, f, 8);
+  call(&P, st, 5, 4, disable, 9);
+  eng_flush(&P, st, 12);
+  CHECK(P.trace.total == 8 && P.trace.held == 4, "8 events, 4 kept: %llu, %u",
+        (unsigned long long)P.trace.total, P.trace.held);
+  expect_event(&P, 0, 1, g, 7);
+  expect_event(&P, 1, 1, f, 7);
+  expect_event(&P, 2, 0, f, 8);
+  expect_event(&P, 3, 1, f, 12);
+  prof_free(&P);
+}
+
 int main(void) {
   lua_State *L = luaL_newstate();
   if (!L) return 1;
@@ -262,6 +306,7 @@ int main(void) {
   test_coroutine(L);
   test_shared(L);
   test_flush(L);
+  test_trace(L);
   lua_close(L);
   return ctest_done("test_engine");
 }

@@ -28,7 +28,7 @@ static const char *const SCRIPT =
   "local st = p:getstats()\n"
   "local r = {}\n"
   "for _, e in ipairs(st.entries) do r[e.name] = e end\n"
-  "return st.timer, st.unit, r.leaf.ncalls, r.leaf.tottime, r['<anon>'].cumtime\n";
+  "return st.timer, st.unit, r.leaf.ncalls, r.leaf.tottime, r.root.cumtime\n";
 
 int main(void) {
   static cprof_ticks now;

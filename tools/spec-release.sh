@@ -17,13 +17,19 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 src=${1:?usage: tools/spec-release.sh LUA_SOURCE_DIR [OUT_DIR]}
 src=$(cd "$src" && pwd)
 [ -f "$src/src/lua.h" ] || { echo "spec-release: $src/src/lua.h: no Lua source tree there" >&2; exit 2; }
-version=$(sed -n 's/^#define LUA_VERSION_RELEASE_NUM.*+ *\([0-9]*\))/5.4.\1/p' "$src/src/lua.h")
+version=5.4.$(sed -n 's/^#define LUA_VERSION_RELEASE[[:space:]]*"\([0-9]*\)"/\1/p' "$src/src/lua.h")
 out=${2:-build/release-$version}
 mkdir -p "$out/bin" "$out/cprof" "$out/obj"
 out=$(cd "$out" && pwd)
 
+# Debian's lua5.4 also looks in /usr/share/lua/5.4 and /usr/lib/<arch>/lua/5.4, where busted,
+# LPeg and lua-cjson live: the release under test gets the same defaults, so that the specs'
+# child processes, which reset LUA_PATH on purpose, still find them.
+defpath=$(env -u LUA_PATH -u LUA_PATH_5_4 lua5.4 -e 'io.write(package.path)')
+defcpath=$(env -u LUA_CPATH -u LUA_CPATH_5_4 lua5.4 -e 'io.write(package.cpath)')
 echo "==> Lua $version from $src into $out"
 cc -O2 -std=gnu99 -DLUA_COMPAT_5_3 -DLUA_USE_LINUX -Wl,-E -o "$out/bin/lua5.4" \
+  -DLUA_PATH_DEFAULT="\"$defpath\"" -DLUA_CPATH_DEFAULT="\"$defcpath\"" \
   $(ls "$src"/src/*.c | grep -v -E '/(luac|onelua|ltests)\.c$') -lm -ldl
 for f in src/*.c src/*/*.c; do
   cc -std=c11 -Wall -Wextra -Werror -Isrc -O2 -fPIC -D_GNU_SOURCE -I"$src/src" \
@@ -31,15 +37,11 @@ for f in src/*.c src/*/*.c; do
 done
 cc -shared -o "$out/cprof/core.so" "$out"/obj/*.o -lm -lpthread -ldl
 
-# The system's lua5.4 knows where Debian keeps busted and the C modules; a freshly built
-# interpreter looks only under /usr/local.
-syspath=$(lua5.4 -e 'io.write(package.path)')
-syscpath=$(lua5.4 -e 'io.write(package.cpath)')
 status=0
 for fast in 1 0; do
   echo "==> specs under Lua $version, CPROF_FAST_PATH=$fast"
-  env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;$syspath" \
-    LUA_CPATH="$out/?.so;$syscpath" PATH="$out/bin:$PWD/bin:$PATH" CPROF_FAST_PATH=$fast \
-    lua5.4 /usr/bin/busted spec | tail -n 1 || status=1
+  env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH="$PWD/lua/?.lua;$PWD/lua/?/init.lua;;" \
+    LUA_CPATH="$out/?.so;;" PATH="$out/bin:$PWD/bin:$PATH" CPROF_FAST_PATH=$fast \
+    lua5.4 /usr/bin/busted -o "$PWD/tools/busted-results.lua" spec || status=1
 done
 exit $status

@@ -56,4 +56,11 @@ function M.is_stream(v)
   return ok and w ~= nil
 end
 
+--- A word of a command line, quoted for a POSIX shell when it needs to be.
+function M.shell_word(w)
+  w = tostring(w)
+  if w ~= "" and not w:find("[^%w%-%+_./:=,@%%]") then return w end
+  return "'" .. w:gsub("'", [['\'']]) .. "'"
+end
+
 return M

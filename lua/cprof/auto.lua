@@ -8,9 +8,11 @@
 ---   no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
 --- CPROF_REPORT: 1 prints the report also when CPROF_OUT is set.
 --- CPROF_QUIET: 1 prints no report.
---- CPROF_CALIBRATE: 1 measures the bias per event before the script starts (Profile:calibrate).
+--- CPROF_CALIBRATE: 1 measures the bias model before the script starts (Profile:calibrate); save
+--- also keeps it for later runs (cprof.save_calibration); 0 ignores a kept one.
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 --- CPROF_LINES: 1 records line events too (hits and time per source line: cprof-stats --lines).
+--- CPROF_TRACE: 1 records the time line too (Profile{trace = true}: cprof-stats --export chrome).
 --- CPROF_PID: set by cprof.auto to the process that started profiling; a process started by
 ---   it (a program that runs itself again inherits `-l cprof.auto`) is profiled too, and
 ---   writes its dump to CPROF_OUT with its process id added (".%p") unless the name has %p.
@@ -52,15 +54,16 @@ local function flag(name)
 end
 
 -- CPROF_TIMER names the timer; one that cannot be had is reported and the default is used.
--- CPROF_LINES=1 adds line events.
+-- CPROF_LINES=1 adds line events, CPROF_TRACE=1 the time line.
 local function new_profile()
   local lines = getenv("CPROF_LINES") == "1" or nil
+  local trace = getenv("CPROF_TRACE") == "1" or nil
   local name = getenv("CPROF_TIMER")
-  if name == nil or name == "" then return cprof.Profile { lines = lines } end
-  local ok, p = pcall(cprof.Profile, { timer = name, lines = lines })
+  if name == nil or name == "" then return cprof.Profile { lines = lines, trace = trace } end
+  local ok, p = pcall(cprof.Profile, { timer = name, lines = lines, trace = trace })
   if ok then return p end
   say("CPROF_TIMER: " .. tostring(p):gsub("^cprof: ", "") .. "; using the default timer")
-  return cprof.Profile { lines = lines }
+  return cprof.Profile { lines = lines, trace = trace }
 end
 
 local prof = new_profile()
@@ -150,11 +153,21 @@ end
 core.mark_internal(finish)
 core.mark_internal(exit_after_report)
 
--- CPROF_CALIBRATE=1: measure the bias per event first (a few milliseconds), so that the
--- report subtracts it.
-if getenv("CPROF_CALIBRATE") == "1" then
+-- CPROF_CALIBRATE=1: measure the bias model first (about a second), so that the report
+-- subtracts it; =save: the same, and keep it for this machine (cprof.save_calibration), which
+-- later profiles of the same timer use without being asked.
+local calibrate = getenv("CPROF_CALIBRATE")
+if calibrate == "1" then
   local ok, err = pcall(prof.calibrate, prof)
   if not ok then say("CPROF_CALIBRATE: " .. tostring(err)) end
+elseif calibrate == "save" then
+  local ok, path, m = pcall(cprof.save_calibration, prof:snapshot().meta.timer)
+  if ok then
+    prof:bias(m)
+    say("CPROF_CALIBRATE=save: the bias model is kept in " .. path)
+  else
+    say("CPROF_CALIBRATE: " .. tostring(path))
+  end
 end
 
 prof:enable()

@@ -1,15 +1,26 @@
---- cprof.bias: subtracting the calibrated cost per event from a profile, at report time.
+--- cprof.bias: subtracting the calibrated cost of each kind of event from a profile, at report
+--- time.
 --
 -- cprof stops the profile's clock while its hook runs, but part of every event's cost lies in
--- Lua's hook dispatch outside the hook: `bias` seconds per event (Profile:calibrate measures
--- it). Half of an event's cost falls before the hook reads the clock and half after, so:
+-- Lua's hook dispatch outside the hook. That cost differs by kind of event, so the bias is a
+-- model, seconds per kind (Profile:calibrate measures it, cprof.calibrate explains how):
 --
---   * a function's own time holds one event per call it received (its call's second half and
---     its return's first half) and one per call it made (that call's first half and that
---     return's second half): tottime -= bias * (ncalls + calls made);
---   * its cumulative time holds, per outermost activation, one event, and two per call made
---     anywhere beneath it: found exactly in the call tree, where recursion is folded so that a
---     function's nodes are its outermost activations.
+--   lua_call   a call of a Lua function, its return included (a call and its return are never
+--              measured apart: every call returns once)
+--   c_call     the same for a C function
+--   switch     a coroutine round trip (a call of coroutine.resume or of a function made by
+--              coroutine.wrap), beyond the cost of that call
+--   line       one line event (profiles with lines = true)
+--
+-- A number b is profile.py's bias, seconds per event: lua_call and c_call 2b, line b, switch 0.
+--
+-- Where each cost lands: half of a call's cost falls before the hook reads the clock (in the
+-- caller's time), half after (in the callee's), and the same for its return, so a call charges
+-- half its kind's bias to the caller's own time and half to the callee's; a switch is charged to
+-- the resuming function's frame, a line event to its function. A cumulative time holds, per
+-- outermost activation, half its own call, and every call, switch and line beneath it in full:
+-- found exactly in the call tree, where recursion is folded so that a function's nodes are its
+-- outermost activations (line events are shared among a function's nodes by their calls).
 --
 -- A time that would go negative is set to 0 and counted (meta.bias_clamped): the bias is then
 -- too large for that function, as profile.py's comments warn.
@@ -17,6 +28,224 @@
 local profdata = require "cprof.profdata"
 
 local M = {}
+
+--- The kinds of event the model tells apart, in the order reports name them.
+M.KINDS = { "lua_call", "c_call", "switch", "line" }
+local KINDS = M.KINDS
+local IS_KIND = {}
+for _, k in ipairs(KINDS) do IS_KIND[k] = true end
+
+-- Keys a model table may hold besides the kinds: what Profile:calibrate and the cache add.
+local MODEL_INFO = { err = "table", confidence = "number", date = "string", timer = "string",
+                     lua_version = "string", cprof_version = "string", source = "string" }
+
+-- Frames whose calls switch to a coroutine and back.
+local SWITCHERS = { ["coroutine.resume"] = true, ["function made by coroutine.wrap"] = true }
+
+--- The bias costs of a typical machine (the bench machine's calibration with `tsc`, Lua 5.4,
+--- rounded; bench/README.md, "Accuracy (issue 14)"), for the report's estimate of the overhead
+--- still in an uncalibrated profile.
+M.TYPICAL = { lua_call = 30e-9, c_call = 14e-9, switch = 10e-9, line = 23e-9 }
+
+local function finite(x)
+  return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge
+end
+
+--- model(b [, what]): the bias `b` (a number of seconds per event, or a table of seconds per
+--- kind) as a table with every kind; nil when every kind is 0. Errors name `what` (default
+--- "bias") and the bad key.
+function M.model(b, what)
+  what = what or "bias"
+  if b == nil then return nil end
+  local m = {}
+  if type(b) == "number" then
+    if not finite(b) then error(("cprof: %s must be a finite number"):format(what), 0) end
+    m = { lua_call = 2 * b, c_call = 2 * b, switch = 0, line = b }
+  elseif type(b) == "table" then
+    for k, v in pairs(b) do
+      if IS_KIND[k] then
+        if not finite(v) then
+          error(("cprof: %s.%s must be a finite number of seconds"):format(what, tostring(k)), 0)
+        end
+        m[k] = v
+      elseif MODEL_INFO[k] then
+        if type(v) ~= MODEL_INFO[k] then
+          error(("cprof: %s.%s must be a %s"):format(what, k, MODEL_INFO[k]), 0)
+        end
+        m[k] = v
+      else
+        error(("cprof: %s: unknown key '%s' (the kinds are %s)"):format(what, tostring(k),
+          table.concat(KINDS, ", ")), 0)
+      end
+    end
+    if m.err then
+      local err = {}
+      for k, v in pairs(m.err) do
+        if not IS_KIND[k] or not finite(v) then
+          error(("cprof: %s.err must map kinds to numbers of seconds"):format(what), 0)
+        end
+        err[k] = v
+      end
+      m.err = err
+    end
+  else
+    error(("cprof: %s must be a number of seconds per event or a table of seconds per kind (%s)")
+      :format(what, table.concat(KINDS, ", ")), 0)
+  end
+  local any = false
+  for _, k in ipairs(KINDS) do
+    m[k] = m[k] or 0
+    any = any or m[k] ~= 0
+  end
+  return any and m or nil
+end
+
+--- The meta keys of model m (nil: none): bias_<kind>, bias_<kind>_err, bias_source.
+function M.to_meta(meta, m)
+  if not m then return meta end
+  for _, k in ipairs(KINDS) do
+    meta["bias_" .. k] = m[k]
+    if m.err and m.err[k] then meta["bias_" .. k .. "_err"] = m.err[k] end
+  end
+  if m.source then meta.bias_source = m.source end
+  return meta
+end
+
+--- The model of a profile's meta: its per-kind keys, else its number `bias`; nil when none.
+function M.from_meta(meta)
+  if type(meta) ~= "table" then return nil end
+  local m, err, any = {}, {}, false
+  for _, k in ipairs(KINDS) do
+    local v = meta["bias_" .. k]
+    if v ~= nil then
+      if not finite(v) then error(("cprof: meta.bias_%s must be a finite number"):format(k), 0) end
+      m[k], any = v, true
+      local e = meta["bias_" .. k .. "_err"]
+      if finite(e) then err[k] = e end
+    end
+  end
+  if not any then return M.model(meta.bias or 0, "meta.bias") end
+  if next(err) then m.err = err end
+  if type(meta.bias_source) == "string" then m.source = meta.bias_source end
+  return M.model(m, "meta.bias")
+end
+
+local function kind_of(frames, i)
+  return frames.kind[i] == "C" and "c_call" or "lua_call"
+end
+
+local function zeros(n)
+  local t = {}
+  for _, k in ipairs(KINDS) do
+    local col = {}
+    for i = 1, n do col[i] = 0 end
+    t[k] = col
+  end
+  return t
+end
+
+--- counts(d): how many events of each kind each frame and each tree node holds, in units of the
+--- model (a call's two halves are 0.5 each):
+---   { frame_own = {kind → column}, frame_cum = ..., node_own = ..., node_cum = ... }
+--- (frame_cum is nil for a frame no tree node has: its cumulative time keeps its own events.)
+function M.counts(d)
+  local frames, edges, nodes = d.frames, d.edges or { n = 0 }, d.nodes or { n = 0 }
+  local nf, nn = frames.n, nodes.n or 0
+  local fown, nown, ncum = zeros(nf), zeros(nn), zeros(nn)
+
+  local switches, hits = {}, {}
+  for i = 1, nf do
+    switches[i] = SWITCHERS[frames.name[i]] and frames.ncalls[i] or 0
+    hits[i] = 0
+  end
+  local lines = d.lines
+  if type(lines) == "table" then
+    for r = 1, lines.n or 0 do
+      local f = lines.frame[r]
+      if hits[f] then hits[f] = hits[f] + lines.hits[r] end
+    end
+  end
+
+  for i = 1, nf do
+    local k = kind_of(frames, i)
+    fown[k][i] = fown[k][i] + 0.5 * frames.ncalls[i]
+    fown.switch[i] = switches[i]
+    fown.line[i] = hits[i]
+  end
+  for e = 1, edges.n do
+    local c = edges.caller[e]
+    local k = kind_of(frames, edges.callee[e])
+    fown[k][c] = fown[k][c] + 0.5 * edges.ncalls[e]
+  end
+
+  -- Nodes: calls received, recursion folded into the node (made by it), calls its children
+  -- received; a frame's switches and lines shared among its nodes by their calls.
+  local fcalls = {}
+  for n = 1, nn do
+    local f = nodes.frame[n]
+    fcalls[f] = (fcalls[f] or 0) + nodes.ncalls[n]
+  end
+  for n = 1, nn do
+    local f = nodes.frame[n]
+    local k = kind_of(frames, f)
+    local nc, pc = nodes.ncalls[n], nodes.pcalls[n]
+    nown[k][n] = nown[k][n] + 0.5 * nc + 0.5 * (nc - pc)
+    local share = fcalls[f] > 0 and nc / fcalls[f] or 0
+    nown.switch[n] = switches[f] * share
+    nown.line[n] = hits[f] * share
+    local p = nodes.parent[n]
+    if p ~= 0 then nown[k][p] = nown[k][p] + 0.5 * nc end
+    -- the cumulative time holds half of the node's outermost calls, its inner ones in full
+    ncum[k][n] = ncum[k][n] + (nc - pc) + 0.5 * pc
+    ncum.switch[n] = ncum.switch[n] + nown.switch[n]
+    ncum.line[n] = ncum.line[n] + nown.line[n]
+  end
+  for n = nn, 1, -1 do -- parents come before children
+    local p = nodes.parent[n]
+    if p ~= 0 then
+      local k = kind_of(frames, nodes.frame[n])
+      for _, kk in ipairs(KINDS) do ncum[kk][p] = ncum[kk][p] + ncum[kk][n] end
+      -- the child's outermost calls are whole inside the parent
+      ncum[k][p] = ncum[k][p] + 0.5 * nodes.pcalls[n]
+    end
+  end
+
+  local fcum
+  if nn > 0 then
+    fcum = {}
+    for _, k in ipairs(KINDS) do fcum[k] = {} end
+    for n = 1, nn do
+      local f = nodes.frame[n]
+      for _, k in ipairs(KINDS) do fcum[k][f] = (fcum[k][f] or 0) + ncum[k][n] end
+    end
+  end
+  return { frame_own = fown, frame_cum = fcum, node_own = nown, node_cum = ncum }
+end
+
+--- The events of each kind in the whole profile: { kind → count } (the sum of frame_own).
+function M.totals(c)
+  local t = {}
+  for _, k in ipairs(KINDS) do
+    local s = 0
+    for _, v in ipairs(c.frame_own[k]) do s = s + v end
+    t[k] = s
+  end
+  return t
+end
+
+-- Seconds charged by model m for the counts of row i.
+local function charge(m, counts, i)
+  local s = 0
+  for _, k in ipairs(KINDS) do s = s + m[k] * (counts[k][i] or 0) end
+  return s
+end
+
+-- Seconds of model m (or its uncertainty) over counts { kind → n }.
+local function over(m, t)
+  local s = 0
+  for _, k in ipairs(KINDS) do s = s + (m[k] or 0) * t[k] end
+  return s
+end
 
 local function clamp(x, counter)
   if x < 0 then
@@ -32,51 +261,40 @@ local function copy(t)
   return out
 end
 
---- Events inside each node's cumulative time, and calls made directly by each node.
-local function tree_events(nodes)
-  local n = nodes.n or 0
-  local subtree, direct = {}, {}
-  for k = 1, n do subtree[k], direct[k] = nodes.ncalls[k], 0 end
-  for k = n, 1, -1 do -- parents come before children
-    local p = nodes.parent[k]
-    if p ~= 0 then
-      subtree[p] = subtree[p] + subtree[k]
-      direct[p] = direct[p] + nodes.ncalls[k]
-    end
-  end
-  local cum = {}
-  for k = 1, n do cum[k] = nodes.pcalls[k] + 2 * (subtree[k] - nodes.pcalls[k]) end
-  return cum, direct
-end
+-- Whether the data's timer measures time (the estimate means nothing for counted ticks).
+local TIME_TIMERS = { tsc = true, monotonic = true, cpu = true, thread = true }
 
---- apply(d, bias): a copy of profile data `d` (the columnar form of Profile:snapshot() and of
---- dumps) with `bias` seconds per event subtracted; bias defaults to d.meta.bias.
+--- apply(d [, bias]): a copy of profile data `d` (the columnar form of Profile:snapshot() and of
+--- dumps) with the bias subtracted; `bias` (a number or a table, as the option) defaults to the
+--- data's own (its meta). The copy's meta says what was subtracted (bias_subtracted and its
+--- bias_uncertainty, seconds); data with no bias gets the estimate of what it holds
+--- (overhead_estimate, seconds, from TYPICAL) when its timer measures time.
 function M.apply(d, bias)
   profdata.check(d)
   local meta = copy(type(d.meta) == "table" and d.meta or {})
-  bias = bias or meta.bias or 0
-  if bias == 0 or meta.bias_applied then return d end
+  if meta.bias_applied then return d end
+  local m
+  if bias ~= nil then m = M.model(bias) else m = M.from_meta(meta) end
+  if not m and not TIME_TIMERS[meta.timer] then return d end
   local frames, edges, nodes = d.frames, d.edges or { n = 0 }, d.nodes or { n = 0 }
-  local clamped = { n = 0 }
-
-  local made = {}
-  for i = 1, frames.n do made[i] = 0 end
-  for e = 1, edges.n do made[edges.caller[e]] = made[edges.caller[e]] + edges.ncalls[e] end
-
-  local node_cum, node_direct = tree_events(nodes)
-  local frame_cum = {}
-  for k = 1, nodes.n do
-    local f = nodes.frame[k]
-    frame_cum[f] = (frame_cum[f] or 0) + node_cum[k]
+  local c = M.counts(d)
+  local totals = M.totals(c)
+  if not m then
+    if meta.overhead_estimate ~= nil then return d end
+    meta.overhead_estimate = over(M.TYPICAL, totals)
+    local out = copy(d)
+    out.meta = meta
+    return out
   end
+  local clamped = { n = 0 }
+  local fown, fcum = c.frame_own, c.frame_cum
 
   local f2 = copy(frames)
   f2.tottime, f2.cumtime = {}, {}
   for i = 1, frames.n do
-    f2.tottime[i] = clamp(frames.tottime[i] - bias * (frames.ncalls[i] + made[i]), clamped)
-    -- Without a tree (a profile merged from other tools), cumulative time keeps the own events.
-    local cum = frame_cum[i] or (frames.ncalls[i] + made[i])
-    f2.cumtime[i] = clamp(frames.cumtime[i] - bias * cum, clamped)
+    f2.tottime[i] = clamp(frames.tottime[i] - charge(m, fown, i), clamped)
+    local cum = fcum and fcum.lua_call[i] ~= nil and fcum or fown
+    f2.cumtime[i] = clamp(frames.cumtime[i] - charge(m, cum, i), clamped)
   end
 
   local e2 = copy(edges)
@@ -85,21 +303,24 @@ function M.apply(d, bias)
     -- An edge's share of its callee's events, by its share of the callee's calls.
     local g, share = edges.callee[e], 0
     if frames.ncalls[g] > 0 then share = edges.ncalls[e] / frames.ncalls[g] end
-    local own = frames.ncalls[g] + made[g]
-    e2.tottime[e] = clamp(edges.tottime[e] - bias * own * share, clamped)
-    e2.cumtime[e] = clamp(edges.cumtime[e] - bias * (frame_cum[g] or own) * share, clamped)
+    local cum = fcum and fcum.lua_call[g] ~= nil and fcum or fown
+    e2.tottime[e] = clamp(edges.tottime[e] - charge(m, fown, g) * share, clamped)
+    e2.cumtime[e] = clamp(edges.cumtime[e] - charge(m, cum, g) * share, clamped)
   end
 
   local n2 = copy(nodes)
   n2.tottime, n2.cumtime = {}, {}
   for k = 1, nodes.n do
-    n2.tottime[k] = clamp(nodes.tottime[k] - bias * (nodes.ncalls[k] + node_direct[k]), clamped)
-    n2.cumtime[k] = clamp(nodes.cumtime[k] - bias * node_cum[k], clamped)
+    n2.tottime[k] = clamp(nodes.tottime[k] - charge(m, c.node_own, k), clamped)
+    n2.cumtime[k] = clamp(nodes.cumtime[k] - charge(m, c.node_cum, k), clamped)
   end
 
-  meta.bias = bias
+  if type(bias) == "table" or (bias == nil and meta.bias_lua_call ~= nil) then M.to_meta(meta, m) end
+  meta.bias = type(bias) == "number" and bias or (type(meta.bias) == "number" and meta.bias or 0)
   meta.bias_applied = true
   meta.bias_clamped = clamped.n
+  meta.bias_subtracted = over(m, totals)
+  if m.err then meta.bias_uncertainty = over(m.err, totals) end
   local out = copy(d)
   out.meta, out.frames, out.edges, out.nodes = meta, f2, e2, n2
   return out

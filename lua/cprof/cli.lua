@@ -531,6 +531,9 @@ local function main(argv)
     if not ok then error(status, 0) end
     return status
   end
+  if o.exports and (o.exports.focus or o.exports.hide) then
+    fail("options --focus and --hide go with --tree or --export: they work on the call tree")
+  end
   if o.json and (o.views.lines or o.views.memory) then
     fail("options --lines and --memory do not go with --json (its rows hold the line and memory"
       .. " records whenever the profile has them)")

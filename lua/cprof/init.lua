@@ -37,23 +37,99 @@ local function check_self(p, fname)
   args.check_self(is_profile(p), p, fname, "cprof.Profile", 1)
 end
 
---- The bias (seconds per event) of profiles made without a `bias` option, as Python's
---- profile.Profile.bias; 0 until set (Profile:calibrate measures one).
+--- The bias of profiles made without a `bias` option, as Python's profile.Profile.bias: a
+--- number of seconds per event or a table of seconds per kind of event (cprof.bias); 0 until
+--- set (Profile:calibrate measures one). While it is 0, a profile of a timer this machine has a
+--- kept calibration for (CPROF_CALIBRATE=save) takes that one.
 cprof.bias = 0
+
+local calibrate_mod = require "cprof.calibrate"
+local raw_bias, raw_sibling = methods.bias, methods.sibling
+
+-- The per-kind model of each profile that has one (its C bias is then 0).
+local models = setmetatable({}, { __mode = "k" })
+
+local TIME_TIMERS = { tsc = true, monotonic = true, cpu = true, thread = true }
+local kept = {} -- timer name -> the kept calibration, or false
+
+-- The calibration kept for profile p's timer, Lua and cprof version, if any (a file that is not
+-- one is said once on stderr and ignored).
+local function kept_model(p)
+  local c = os.getenv("CPROF_CALIBRATE")
+  if c == "0" or c == "off" then return nil end
+  local meta = methods.snapshot(p).meta
+  if not TIME_TIMERS[meta.timer] then return nil end
+  local key = meta.timer .. "\0" .. tostring(meta.lua_version)
+  if kept[key] == nil then
+    local dir = calibrate_mod.dir()
+    local m, err
+    if dir then
+      m, err = calibrate_mod.load(calibrate_mod.path(dir, meta.timer, meta.lua_version,
+                                                     version.VERSION))
+    end
+    if err then io.stderr:write(err, " (ignored)\n") end
+    kept[key] = m or false
+  end
+  return kept[key] or nil
+end
+
+-- Sets profile p's bias: a number (seconds per event, kept by the C profile) or a model.
+local function set_bias(p, b, what)
+  if type(b) == "table" then
+    local m = bias_mod.model(b, what)
+    raw_bias(p, 0)
+    models[p] = m
+  else
+    raw_bias(p, b)
+    models[p] = nil
+  end
+end
 
 --- Profile([opts]): a new, disabled profile (options in docs/API.md).  The options table is
 --- read raw: its metamethods never run.
 function cprof.Profile(opts)
-  if cprof.bias ~= 0 and (opts == nil or (type(opts) == "table" and rawget(opts, "bias") == nil)) then
-    local o = { bias = cprof.bias }
+  local b
+  if opts == nil or type(opts) == "table" then
+    b = opts and rawget(opts, "bias")
+    local o = {}
     if opts ~= nil then
       for k, v in next, opts do o[k] = v end
     end
+    if b == nil and cprof.bias ~= 0 then b = cprof.bias end
+    o.bias = type(b) ~= "table" and b or nil
     opts = o
   end
   local ok, p = pcall(core.new, opts)
   if not ok then error(p, 2) end -- reported at the caller's line
+  if type(b) == "table" then
+    local mok, err = pcall(set_bias, p, b, "option 'bias'")
+    if not mok then error(err, 2) end
+  elseif b == nil then
+    local m = kept_model(p)
+    if m then models[p] = m end
+  end
   return p
+end
+
+--- p:bias([b]): the profile's bias (a number, or the per-kind table); sets it when `b` is given.
+function methods:bias(b)
+  check_self(self, "bias")
+  if b ~= nil then
+    args.check(type(b) == "number" or type(b) == "table", b, 1, "bias",
+               "number or table of seconds per kind")
+    local ok, err = pcall(set_bias, self, b, "bias")
+    if not ok then error(err, 2) end
+  end
+  return models[self] or raw_bias(self)
+end
+
+--- p:sibling([lines]): a new, empty profile with the same timer, options and bias; `lines`
+--- turns its line events on or off.
+function methods:sibling(lines)
+  check_self(self, "sibling")
+  local q = raw_sibling(self, lines)
+  models[q] = models[self]
+  return q
 end
 
 local raw_snapshot, raw_getstats = methods.snapshot, methods.getstats
@@ -83,6 +159,7 @@ end
 function methods:snapshot()
   check_self(self, "snapshot")
   local d = raw_snapshot(self)
+  bias_mod.to_meta(d.meta, models[self])
   if d.meta.subcalls == false then d = without_subcalls(d) end
   return d
 end
@@ -92,7 +169,7 @@ end
 --- profile's data and carries its `meta`).
 function methods:getstats()
   check_self(self, "getstats")
-  if self:bias() == 0 then
+  if raw_bias(self) == 0 and not models[self] then
     local st = raw_getstats(self)
     if st.subcalls == false then
       for _, e in ipairs(st.entries) do e.callers = {} end
@@ -125,48 +202,41 @@ function methods:print_stats(sort)
   return self
 end
 
--- calibrate's bound: 5 tries of n calls, profiled and not, stay within seconds.
-local CALIBRATE_MAX = 10000000
-
---- Measures the cost per event that cprof's clock readings cannot see, as Python's
---- profile.Profile.calibrate(m): runs `n` calls (default 100000, at most 10^7) of a tiny
---- function without and with profiling, on this profile's timer, and takes (profiled -
---- unprofiled) time per event, the median of five tries. Sets this profile's bias and returns it.
+--- Measures the cost of each kind of event that cprof's clock readings cannot see, as Python's
+--- profile.Profile.calibrate(m) does for its one kind: about `n` calls of each kind (default
+--- 500000, at most 10^7), profiled and not, interleaved, on this profile's timer (cprof.calibrate
+--- says how). Sets this profile's bias to the model and returns it: { lua_call, c_call, switch,
+--- line = seconds, err = { kind = half width of the 95% interval }, confidence = 0.95 }.
 function methods:calibrate(n)
   check_self(self, "calibrate")
-  n = n or 100000
-  args.check(type(n) == "number" and n >= 1 and n <= CALIBRATE_MAX and n % 1 == 0, n, 1,
-             "calibrate", "a whole number of calls from 1 to " .. CALIBRATE_MAX)
-  local function f1(k) local x for _ = 1, k do x = 1 end return x end
-  local function f(m) for _ = 1, m do f1(2) end end
-  local lines = { [debug.getinfo(f, "S").linedefined] = true, [debug.getinfo(f1, "S").linedefined] = true }
-  f(n) -- warm up
-  local tries = {}
-  for t = 1, 5 do
-    local t0 = self:now()
-    f(n)
-    local elapsed = self:now() - t0
-    local p = self:sibling()
-    p:bias(0)
-    p:runcall(f, n)
-    local reported, calls = 0, 0
-    for _, e in ipairs(p:getstats().entries) do
-      if e.what == "Lua" and lines[e.line] then reported, calls = reported + e.tottime, calls + e.ncalls end
-    end
-    assert(calls == n + 1, "cprof: calibrate: the profile missed calls")
-    tries[t] = (reported - elapsed) / (2 * calls)
-  end
-  table.sort(tries)
-  self:bias(tries[3])
-  return tries[3]
+  n = n or calibrate_mod.DEFAULT_CALLS
+  args.check(type(n) == "number" and n >= 1 and n <= calibrate_mod.MAX_CALLS and n % 1 == 0, n, 1,
+             "calibrate", "a whole number of calls from 1 to " .. calibrate_mod.MAX_CALLS)
+  local m = calibrate_mod.measure(self, n)
+  local meta = raw_snapshot(self).meta
+  m.date = os.date("!%Y-%m-%d %H:%M UTC")
+  m.timer, m.lua_version, m.cprof_version = meta.timer, meta.lua_version, version.VERSION
+  set_bias(self, m)
+  return models[self]
 end
 
--- A word of a command line, quoted for a POSIX shell when it needs to be.
-local function shell_word(w)
-  w = tostring(w)
-  if w ~= "" and not w:find("[^%w%-%+_./:=,@%%]") then return w end
-  return "'" .. w:gsub("'", [['\'']]) .. "'"
+--- Measures the bias model (Profile:calibrate, with a profile of `timer`, default the default
+--- timer) and keeps it for this machine: the file it wrote, and the model. Profiles of that timer
+--- made afterwards use it, in this process and later ones (CPROF_CALIBRATE=save does this).
+function cprof.save_calibration(timer, n)
+  local dir = calibrate_mod.dir()
+  if not dir then error("cprof: no folder for the calibration: set XDG_CACHE_HOME or HOME", 2) end
+  local p = cprof.Profile { timer = timer, bias = 0 }
+  local m = p:calibrate(n)
+  local path, err = calibrate_mod.save(m, calibrate_mod.path(dir, m.timer, m.lua_version,
+                                                             m.cprof_version))
+  if not path then error(err, 2) end
+  m.source = "saved " .. m.date
+  kept[m.timer .. "\0" .. tostring(m.lua_version)] = m
+  return path, m
 end
+
+local shell_word = args.shell_word
 
 -- A word of the program's `arg` table as text, without running any of its metamethods.
 local function arg_text(v)

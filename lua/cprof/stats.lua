@@ -389,6 +389,19 @@ function Stats:print_allocator()
   return print_report(self, memory_report.print_allocator)
 end
 
+--- print_tree([opts]): the call tree top-down, as cprof-stats --tree prints it
+--- (cprof.report.tree: depth, min_percent, memory, and pprof's focus and hide, each a pattern
+--- or a list of them).  Needs sources with a call tree (cprof dumps, profiles, their data).
+--- Returns self.
+function Stats:print_tree(opts)
+  check_report(self, "print_tree")
+  local m = require("cprof.export").model(self)
+  local buf = {}
+  require("cprof.report.tree").write(m, function(s) buf[#buf + 1] = s end, opts)
+  self.stream:write(concat(buf))
+  return self
+end
+
 ---------------------------------------------------------------------------
 -- The reports as data, and dumps
 ---------------------------------------------------------------------------

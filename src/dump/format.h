@@ -39,8 +39,8 @@
 #define DUMP_MAX_FILE ((uint64_t)1 << 30)
 
 /* Section kinds. A reader skips kinds it does not know. Kinds 1-6 are required; the later
-   ones hold the records of an optional record kind (lines, the allocator snapshot) and are
-   written only when the data table has that group. */
+   ones hold the records of an optional record kind (lines, the allocator snapshot, the trace)
+   and are written only when the data table has that group. */
 enum {
   DUMP_SEC_SCHEMA = 1,
   DUMP_SEC_STRINGS = 2,
@@ -53,8 +53,9 @@ enum {
   DUMP_SEC_MEM_TYPES = 9,
   DUMP_SEC_MEM_ARENAS = 10,
   DUMP_SEC_MEM_FREE_LISTS = 11,
+  DUMP_SEC_TRACE = 12,
   DUMP_SEC_LAST_REQUIRED = 6,
-  DUMP_SEC_LAST_KNOWN = 11
+  DUMP_SEC_LAST_KNOWN = 12
 };
 
 /* Record kinds described by the schema; each has its own records section. The first three
@@ -68,13 +69,14 @@ enum {
   DUMP_REC_MEM_TYPE = 6,
   DUMP_REC_MEM_ARENA = 7,
   DUMP_REC_MEM_FREE_LIST = 8,
-  DUMP_NREC = 8,
+  DUMP_REC_TRACE = 9,
+  DUMP_NREC = 9,
   DUMP_NREC_REQUIRED = 3
 };
 
 /* Indexes into DUMP_KINDS (the order records are read and written in). */
 enum { DUMP_K_FRAMES = 0, DUMP_K_EDGES, DUMP_K_NODES, DUMP_K_LINES, DUMP_K_MEM_CACHES,
-       DUMP_K_MEM_TYPES, DUMP_K_MEM_ARENAS, DUMP_K_MEM_FREE_LISTS };
+       DUMP_K_MEM_TYPES, DUMP_K_MEM_ARENAS, DUMP_K_MEM_FREE_LISTS, DUMP_K_TRACE };
 
 /* How a field's bytes are laid out: enough to skip a field of an unknown encoding. */
 enum { DUMP_WIRE_VARINT = 0, DUMP_WIRE_FIXED64 = 1, DUMP_WIRE_BYTES = 2 };
@@ -119,6 +121,7 @@ static inline int dump_meta_class(const char *k, size_t n) {
     {"subcalls", DUMP_MK_BOOLEAN},   {"cprof_version", DUMP_MK_STRING},
     {"memory_allocs", DUMP_MK_INTEGER}, {"memory_bytes", DUMP_MK_INTEGER},
     {"memory_frees", DUMP_MK_INTEGER},  {"memory_freed", DUMP_MK_INTEGER},
+    {"trace_size", DUMP_MK_INTEGER}, {"trace_dropped", DUMP_MK_INTEGER},
   };
   if (n > 4 && memcmp(k, "mem_", 4) == 0) return DUMP_MK_INTEGER;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
@@ -250,6 +253,13 @@ static const DumpField DUMP_MEM_FREE_LIST_FIELDS[] = {
   {"segs", DUMP_ENC_UINT, 0, 0},
 };
 
+/* The time line of a profile made with trace = true: one call (event 0) or return (event 1) of
+   the frame of call-tree node `node` in coroutine `thread`, at `time` seconds. */
+static const DumpField DUMP_TRACE_FIELDS[] = {
+  {"event", DUMP_ENC_UINT, 1, 0},   {"thread", DUMP_ENC_UINT, 1, 0},
+  {"node", DUMP_ENC_ROW, 1, DUMP_K_NODES}, {"time", DUMP_ENC_F64, 1, 0},
+};
+
 #define DUMP_COUNT(a) ((uint8_t)(sizeof(a) / sizeof((a)[0])))
 
 /* In file order: frames first (edges, nodes and lines refer to them), and arenas before their
@@ -267,6 +277,7 @@ static const DumpRecordKind DUMP_KINDS[DUMP_NREC] = {
    DUMP_MEM_ARENA_FIELDS},
   {"mem_free_lists", DUMP_REC_MEM_FREE_LIST, DUMP_SEC_MEM_FREE_LISTS,
    DUMP_COUNT(DUMP_MEM_FREE_LIST_FIELDS), 1, DUMP_MEM_FREE_LIST_FIELDS},
+  {"trace", DUMP_REC_TRACE, DUMP_SEC_TRACE, DUMP_COUNT(DUMP_TRACE_FIELDS), 1, DUMP_TRACE_FIELDS},
 };
 
 static inline int dump_wire_of(int enc) {

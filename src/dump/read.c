@@ -63,7 +63,7 @@ typedef struct Cur {
 
 static const char *const SECTION_NAMES[DUMP_SEC_LAST_KNOWN + 1] = {
   "?", "schema", "strings", "frames", "edges", "nodes", "meta", "lines", "mem_caches",
-  "mem_types", "mem_arenas", "mem_free_lists"};
+  "mem_types", "mem_arenas", "mem_free_lists", "trace"};
 
 static void rerr(Reader *R, const char *fmt, ...) {
   va_list ap;
@@ -500,7 +500,8 @@ static int read_body(lua_State *L) {
   read_strings(R);
   for (int k = 0; k < DUMP_NREC; k++) {
     if (DUMP_KINDS[k].optional && !R->sec[DUMP_KINDS[k].section].found) continue; /* absent */
-    if (R->summary && k <= DUMP_K_LINES) continue;  /* the profile itself: not for a summary */
+    /* The profile itself (and its time line, whose rows are nodes): not for a summary. */
+    if (R->summary && (k <= DUMP_K_LINES || k == DUMP_K_TRACE)) continue;
     read_records(R, k);
     lua_setfield(L, data, DUMP_KINDS[k].group);
   }

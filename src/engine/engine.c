@@ -19,16 +19,25 @@ static inline __attribute__((always_inline)) void mark_active(Profiler *P, const
   if (f->first & FIRST_NODE) P->tree.nodes[f->node].s.active += d;
 }
 
-/* Forgets the top frame as though it never ran (a profiler frame open at disable()). */
-static void discard_top(Profiler *P, Stack *st) {
+/* Forgets the top frame as though it never ran (a profiler frame open at disable()): its call
+   leaves the trace too, unless events came after it (its return then closes it there). */
+static void discard_top(Profiler *P, Stack *st, cprof_ticks now) {
+  if (P->tracing && !trace_retract(&P->trace, st->id, st->f[st->n - 1].node))
+    eng_trace_return(P, st, now);
   const Frame *f = &st->f[--st->n];
   mark_active(P, f, -1);
   if (f->first) st->first_head = f->prev_first;
 }
 
+/* Closes the top frame off the common path: unwound, or closed at a switch or at disable(). */
+static void pop(Profiler *P, Stack *st, cprof_ticks now) {
+  if (P->tracing) eng_trace_return(P, st, now);
+  eng_pop(P, st, now);
+}
+
 /* Closes the frames above index `keep` (keep == -1: all of them). */
 static void close_above(Profiler *P, Stack *st, int64_t keep, cprof_ticks now) {
-  while ((int64_t)st->n - 1 > keep) eng_pop(P, st, now);
+  while ((int64_t)st->n - 1 > keep) pop(P, st, now);
 }
 
 static int64_t find_frame(const Stack *st, const void *ci) {
@@ -50,14 +59,16 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
   const Frame *caller = eng_caller(P, st, parent_ci, now);
   uint32_t lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE,
                           caller ? caller->entry : IDX_NONE, entry);
-  return lk == IDX_NONE ? -1 : eng_push(P, st, ci, lk, now);
+  if (lk == IDX_NONE || eng_push(P, st, ci, lk, now)) return -1;
+  if (P->tracing) eng_trace_call(P, st);
+  return 0;
 }
 
 void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   if (st->n == 0) return;
   int64_t at = find_frame(st, ci);
   close_above(P, st, at, now);
-  if (at >= 0) eng_pop(P, st, now);
+  if (at >= 0) pop(P, st, now);
 }
 
 int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now) {
@@ -122,7 +133,8 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
 
 void eng_flush(Profiler *P, Stack *cur, cprof_ticks now) {
   if (cur) {
-    while (cur->n > 0 && P->fns.entries[cur->f[cur->n - 1].entry].internal) discard_top(P, cur);
+    while (cur->n > 0 && P->fns.entries[cur->f[cur->n - 1].entry].internal)
+      discard_top(P, cur, now);
     /* Close the running chain innermost first, so each resumer gets its coroutine's time. */
     for (Stack *st = cur; st; ) {
       Stack *up = st->resumer;

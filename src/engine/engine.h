@@ -87,7 +87,8 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
 }
 
 /* Closes the top frame of st at `now`. */
-static inline void eng_pop(Profiler *P, Stack *st, cprof_ticks now) {
+static inline __attribute__((always_inline)) void eng_pop(Profiler *P, Stack *st,
+                                                          cprof_ticks now) {
   Frame *fr = &st->f[--st->n];
   cprof_ticks vnow = now - st->away;
   cprof_ticks tt = vnow - fr->t0, it = tt - fr->subt;
@@ -100,6 +101,16 @@ static inline void eng_pop(Profiler *P, Stack *st, cprof_ticks now) {
   if (fr->edge != IDX_NONE) eng_leave(&P->tree.edges[fr->edge].s, first & FIRST_EDGE, tt, it);
   eng_leave(&P->tree.nodes[fr->node].s, first & FIRST_NODE, tt, it);
   if (first) st->first_head = fr->prev_first;
+}
+
+/* The trace's call event of the top frame of st (just pushed), and its return event (about to
+   be popped) at `now`. */
+static inline void eng_trace_call(Profiler *P, const Stack *st) {
+  const Frame *fr = &st->f[st->n - 1];
+  trace_add(&P->trace, st->id, fr->node, fr->t0 + st->away);
+}
+static inline void eng_trace_return(Profiler *P, const Stack *st, cprof_ticks now) {
+  trace_add(&P->trace, st->id | TRACE_RETURN, st->f[st->n - 1].node, now);
 }
 
 /* The frame that makes a call in activation `parent_ci` (NULL: none in this thread) at `now`:
@@ -124,10 +135,17 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
    of an activation that was never seen (entered before enable()) closes every frame. */
 void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
 
-static inline void eng_return(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
+/* `traced`: P->tracing, a constant where the caller is compiled once with and once without. */
+static inline __attribute__((always_inline)) void eng_return(Profiler *P, Stack *st,
+                                                             const void *ci, cprof_ticks now,
+                                                             int traced) {
   st->last = now;
-  if (st->n > 0 && st->f[st->n - 1].ci == ci) eng_pop(P, st, now);
-  else eng_return_slow(P, st, ci, now);
+  if (st->n > 0 && st->f[st->n - 1].ci == ci) {
+    if (traced) eng_trace_return(P, st, now);
+    eng_pop(P, st, now);
+  } else {
+    eng_return_slow(P, st, ci, now);
+  }
 }
 
 /* A line event at `now`: the time since the frame's previous line event goes to that line.

@@ -125,12 +125,25 @@ static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *call
 /* The fast path of a call: everything read from the activation record. Returns the kind of
    hook work, or -1 when the called value is not a function the mirrors know (never in practice:
    the public path then takes the call). */
-static int fast_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
-                     cprof_ticks now, int *slow) {
+static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *st, lua_State *L,
+                                                           lua_Debug *ar, cprof_ticks in,
+                                                           cprof_ticks now, int *slow) {
   const void *ci = ar->i_ci, *key, *src, *parent;
-  int line;
+  int line, wrap = 0;
+  uint32_t e = IDX_NONE;
   int what = luapriv_callee(ci, 0, &key, &src, &line);
-  if (unlikely(what == LP_OTHER)) return -1;
+  if (unlikely(what != LP_LUA)) {
+    if (what == LP_OTHER) return -1;
+    /* A function made by coroutine.wrap is keyed by its body's entry, as the public path keys
+       every function: an odd number, which no address is. */
+    wrap = key == (const void *)(size_t)ident_wrap;
+    if (unlikely(wrap)) {
+      P->mem.in_hook = 1;
+      e = ident_wrap_entry(P, L, ar);
+      P->mem.in_hook = 0;
+      if (e != IDX_NONE) key = (const void *)(((uintptr_t)e << 1) | 1);
+    }
+  }
   parent = luapriv_parent(ci);
   /* The common call, looked up before the time is needed: meanwhile the timer's reading, which
      takes longer than this, completes. */
@@ -146,7 +159,7 @@ static int fast_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_
     if (caller) lk = tree_way(&P->tree.nodes[caller->node], key, src, line);
     if (lk == IDX_NONE) {
       *slow = 1;
-      lk = miss(P, L, ar, caller, IDX_NONE, key, src, line);
+      lk = miss(P, L, ar, caller, e, key, src, line);
     }
   }
   if (unlikely(lk == IDX_NONE || eng_push(P, st, ci, lk, now))) {
@@ -156,7 +169,7 @@ static int fast_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_
   if (what == LP_LUA) return HOOK_CALL_LUA;
   /* The coroutine is read directly; only one without our hook costs more. */
   int resume = key == (const void *)(size_t)ident_resume;
-  if (unlikely(resume || key == (const void *)(size_t)ident_wrap)) {
+  if (unlikely(resume || wrap)) {
     lua_State *T = resume ? luapriv_arg_thread(ci, 1) : luapriv_upvalue_thread(ci);
     if (T && lua_gethook(T) != hook_event)
       hook_resumed_thread(P, L, ar, resume ? ident_resume : ident_wrap);
@@ -206,8 +219,9 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
 
 /* A call at timer reading `in`; `now` is the profile's clock then, or -1: not computed yet (it
    must be, once: clock_at). */
-static int on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
-                   cprof_ticks now, int *slow) {
+static inline __attribute__((always_inline)) int on_call(Profiler *P, Stack *st, lua_State *L,
+                                                         lua_Debug *ar, cprof_ticks in,
+                                                         cprof_ticks now, int *slow) {
 #if LUAPRIV_KNOWN
   if (likely(P->fast)) {
     int kind = fast_call(P, st, L, ar, in, now, slow);
@@ -217,12 +231,13 @@ static int on_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ti
   return public_call(P, st, L, ar, in, now, slow);
 }
 
-static void on_return(Stack *st, lua_Debug *ar, cprof_ticks now) {
+static inline __attribute__((always_inline)) void on_return(Stack *st, lua_Debug *ar,
+                                                            cprof_ticks now, int traced) {
   if (!COMPAT_PER_THREAD_HOOKS && st->ci_pending) {
     st->f[st->n - 1].ci = COMPAT_CI(*ar);
     st->ci_pending = 0;
   }
-  eng_return(st->P, st, COMPAT_CI(*ar), now);
+  eng_return(st->P, st, COMPAT_CI(*ar), now, traced);
 }
 
 /* The profiler enabled in L's state and the stack of L in it (NULL: none yet), for an event in
@@ -237,6 +252,40 @@ static Profiler *profiler_of(lua_State *L, Stack **st) {
   if (!P) P = hook_profiler(L);
   *st = P ? stk_find(&P->stacks, L) : NULL;
   return P;
+}
+
+/* What an event of ours does: a switch of thread, then the call, return or line. Compiled
+   twice in hook_event: `traced` is a constant, so the hook of a profile without a trace holds
+   no trace code at all. */
+static inline __attribute__((always_inline)) void record(Profiler *P, Stack *st, lua_State *L,
+                                                         lua_Debug *ar, int event,
+                                                         cprof_ticks in, int switched, int slow,
+                                                         int traced) {
+  cprof_ticks now = -1;
+  int kind = HOOK_LINE;
+  if (unlikely(st != P->stacks.cur)) {
+    Stack *from = P->stacks.cur;
+    now = clock_at(&P->clock, in);
+    P->mem.in_hook = 1;
+    if (eng_switch(P, from, st, now)) thr_drop(P, from);
+    P->stacks.cur = st;
+    if (P->mem.heap) memattr_thread(&P->mem, L);
+    P->mem.in_hook = 0;
+    switched = 1;
+  }
+  if (event == LUA_HOOKCALL) {
+    kind = on_call(P, st, L, ar, in, now, &slow);
+    if (traced && !P->oom) eng_trace_call(P, st);
+  } else if (event == LUA_HOOKRET) {
+    on_return(st, ar, now < 0 ? clock_at(&P->clock, in) : now, traced);
+    kind = HOOK_RETURN;
+  } else {
+    if (now < 0) now = clock_at(&P->clock, in);
+    uint32_t recs = P->lines.nrecs;
+    if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
+    slow = slow || recs != P->lines.nrecs;
+  }
+  clock_stop(&P->clock, in, switched ? HOOK_SWITCH : kind, slow);
 }
 
 void hook_event(lua_State *L, lua_Debug *ar) {
@@ -279,34 +328,14 @@ void hook_event(lua_State *L, lua_Debug *ar) {
   /* The program's own hook runs on the program's time: before ours on a return (inside the
      returning function, as it would without us), after ours otherwise. */
   if (theirs && event == LUA_HOOKRET) st->prev_hook(L, ar);
-  if (unlikely(P->oom)) {
-    P->dropped++;
-  } else if (likely(event == LUA_HOOKCALL || event == LUA_HOOKRET) ||
-             (event == LUA_HOOKLINE && P->lines.on)) {
-    cprof_ticks now = -1;
-    int kind = HOOK_LINE;
-    if (unlikely(st != P->stacks.cur)) {
-      Stack *from = P->stacks.cur;
-      now = clock_at(&P->clock, in);
-      P->mem.in_hook = 1;
-      if (eng_switch(P, from, st, now)) thr_drop(P, from);
-      P->stacks.cur = st;
-      if (P->mem.heap) memattr_thread(&P->mem, L);
-      P->mem.in_hook = 0;
-      switched = 1;
-    }
-    if (event == LUA_HOOKCALL) {
-      kind = on_call(P, st, L, ar, in, now, &slow);
-    } else if (event == LUA_HOOKRET) {
-      on_return(st, ar, now < 0 ? clock_at(&P->clock, in) : now);
-      kind = HOOK_RETURN;
-    } else {
-      if (now < 0) now = clock_at(&P->clock, in);
-      uint32_t recs = P->lines.nrecs;
-      if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
-      slow = slow || recs != P->lines.nrecs;
-    }
-    clock_stop(&P->clock, in, switched ? HOOK_SWITCH : kind, slow);
+  int ours = likely(event == LUA_HOOKCALL || event == LUA_HOOKRET) ||
+             (event == LUA_HOOKLINE && P->lines.on);
+  /* One test for both the rare cases: out of memory, and a profile that keeps a trace. */
+  if (unlikely(P->special)) {
+    if (P->oom) P->dropped++;
+    else if (ours) record(P, st, L, ar, event, in, switched, slow, 1);
+  } else if (ours) {
+    record(P, st, L, ar, event, in, switched, slow, 0);
   }
   if (theirs && event != LUA_HOOKRET) st->prev_hook(L, ar);
 }
@@ -324,6 +353,9 @@ const char *hook_enable(Profiler *P, lua_State *L) {
     P->fast_state = !P->fast_why ? "on" : LUAPRIV_KNOWN ? "fallback" : "unavailable";
   }
   P->fast = P->fast_why == NULL;
+  if (P->trace.size && !P->trace.ev && trace_alloc(&P->trace))
+    return "out of memory (the trace's ring of trace_size events)";
+  P->tracing = P->trace.size > 0;
   P->jit_was_on = compat_jit_off(L);
   lua_State *M = compat_push_main_thread(L);
   Stack *main_st = M && M != L ? thr_adopt(P, L, -1, M) : NULL;

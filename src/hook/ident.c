@@ -8,7 +8,9 @@
 #include <string.h>
 
 #include <lauxlib.h>
+#include <lualib.h>
 
+#include "hook/defname.h"
 #include "hook/ident.h"
 #include "util/compat.h"
 #include "util/fault.h"
@@ -20,9 +22,59 @@ static const char ANCHORS_KEY = 'n';  /* registry: profile (light userdata) -> {
 
 lua_CFunction ident_resume, ident_wrap;
 
+/* What the entries of functions made by coroutine.wrap hold as their C function: with a body's
+   chunk and line, it tells an entry per body from the body's own; alone, it is LuaJIT's one
+   entry for those whose body is unknown (each is an object of its own, with no C pointer). */
+static const char WRAP_MARK = 'w';
+
 static int noop(lua_State *L) {
   (void)L;
   return 0;
+}
+
+/* The address a C function is known by: LuaJIT's built-in fast functions have no C function
+   pointer, but never die either, so their object's address serves. */
+static const void *cfunc_ptr(lua_State *L, int idx) {
+  lua_CFunction cf = lua_tocfunction(L, idx);
+  return cf ? (const void *)(uintptr_t)cf : lua_topointer(L, idx);
+}
+
+/* The standard library's C functions that no global holds (iterators), learnt by asking the
+   library for one, by every state when it loads cprof (the same addresses: as ident_wrap);
+   reports name them as Lua's own messages would describe them. */
+typedef struct LibFn {
+  const void *f;
+  const char *name;
+} LibFn;
+enum { LIB_IPAIRS, LIB_GMATCH, LIB_CODES, LIB_LINES, NLIB };
+static LibFn lib_fns[NLIB] = {{NULL, "ipairs iterator"},
+                              {NULL, "string.gmatch iterator"},
+                              {NULL, "utf8.codes iterator"},
+                              {NULL, "io.lines iterator"}};
+
+/* Calls library function _LOADED[mod][fn] with arguments described by `args` ('t' an empty
+   table, 's' an empty string) and learns the C function it returns first as lib_fns[i]. The
+   library's own tables are read raw, and a function the program replaced is not called. */
+static void learn(lua_State *L, const char *mod, const char *fn, const char *args, int i) {
+  int top = lua_gettop(L);
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  if (lua_istable(L, -1)) {
+    lua_pushstring(L, mod);
+    lua_rawget(L, -2);
+  }
+  if (lua_istable(L, -1)) {
+    lua_pushstring(L, fn);
+    lua_rawget(L, -2);
+  }
+  if (lua_iscfunction(L, -1)) {
+    int n = 0;
+    for (; args[n]; n++) {
+      if (args[n] == 't') lua_newtable(L);
+      else lua_pushliteral(L, "");
+    }
+    if (lua_pcall(L, n, 1, 0) == LUA_OK && lua_iscfunction(L, -1)) lib_fns[i].f = cfunc_ptr(L, -1);
+  }
+  lua_settop(L, top);
 }
 
 void ident_setup(lua_State *L) {
@@ -39,6 +91,10 @@ void ident_setup(lua_State *L) {
       ident_wrap = lua_tocfunction(L, -1);
   }
   lua_settop(L, top);
+  learn(L, "_G", "ipairs", "t", LIB_IPAIRS);
+  learn(L, "string", "gmatch", "ss", LIB_GMATCH);
+  learn(L, "utf8", "codes", "s", LIB_CODES);
+  learn(L, "io", "lines", "", LIB_LINES);
 }
 
 /* ---- Chunk names kept alive ------------------------------------------------------------- */
@@ -178,10 +234,12 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   lua_getinfo(L, "f", ar);
   en->internal = (uint8_t)is_internal(L);
   lua_pop(L, 1);
-  if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", 0);
-  else if (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap && ident_wrap)
-    fn_set_name(F, e, "function made by coroutine.wrap", 0);
-  else if (kind == KIND_LUA && call_site_name(L, ar)) fn_set_name(F, e, ar->name, 0);
+  for (int i = 0; cfunc && i < NLIB; i++)
+    if (lib_fns[i].f == cfunc) fn_set_name(F, e, lib_fns[i].name, NAME_GLOBAL);
+  if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", NAME_CALL);
+  else if (cfunc == &WRAP_MARK || (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap))
+    fn_set_name(F, e, "function made by coroutine.wrap", NAME_CALL);
+  else if (kind == KIND_LUA && call_site_name(L, ar)) fn_set_name(F, e, ar->name, NAME_CALL);
   else if (kind == KIND_LUA) en->name_tries = NAME_TRIES;
   return e;
 }
@@ -190,7 +248,7 @@ void ident_name_from_call(Profiler *P, lua_State *L, lua_Debug *ar, uint32_t e) 
   Entry *en = &P->fns.entries[e];
   if (!en->name_tries) return;
   en->name_tries--;
-  if (call_site_name(L, ar) && fn_set_name(&P->fns, e, ar->name, 0) == 0)
+  if (call_site_name(L, ar) && fn_set_name(&P->fns, e, ar->name, NAME_CALL) == 0)
     P->fns.entries[e].name_tries = 0;
 }
 
@@ -207,15 +265,100 @@ static uint32_t c_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *p
 
 /* The entry of a Lua function whose "S" information `ar` holds, chunk name held by object `src`
    (kept alive when `kept`), made on first sight. */
-static uint32_t lua_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *src,
-                          int kept) {
+/* The chunk of the function whose "S" information `ar` holds, its name held by object `src`
+   (kept alive when `kept`), made on first sight. */
+static uint32_t chunk_of(FuncTable *F, lua_Debug *ar, const void *src, int kept) {
   size_t len = compat_srclen(ar);
   uint32_t c = fn_find_source(F, src, ar->source, len);
-  if (c == IDX_NONE) c = fn_chunk(F, src, (uint8_t)!kept, ar->source, len, file_of(ar));
+  return c != IDX_NONE ? c : fn_chunk(F, src, (uint8_t)!kept, ar->source, len, file_of(ar));
+}
+
+static uint32_t lua_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *src,
+                          int kept) {
+  uint32_t c = chunk_of(F, ar, src, kept);
   if (c == IDX_NONE) return IDX_NONE;
   uint32_t e = fn_find_entry(F, c, ar->linedefined, NULL);
   if (e == IDX_NONE) e = new_entry(F, L, ar, c, NULL);
   return e;
+}
+
+/* ---- Functions made by coroutine.wrap ------------------------------------------------------ */
+
+/* Pushes onto L the body of coroutine T: the function on its stack while it has not started,
+   the function of its deepest activation while it is suspended. 0 when there is none to find
+   (T has finished, died of an error or is running: the call is about to fail). */
+static int push_body(lua_State *T, lua_State *L) {
+  lua_Debug d;
+  int status = lua_status(T);
+  if (status == LUA_OK && !lua_getstack(T, 0, &d)) {
+    if (lua_gettop(T) == 0 || !lua_checkstack(T, 1)) return 0;
+    lua_pushvalue(T, 1);
+  } else {
+    if (status != LUA_YIELD) return 0;
+    /* The deepest level: doubled while it exists, then halved back (as luaL_traceback). */
+    int lo = 0, hi = 1;
+    while (lua_getstack(T, hi, &d)) {
+      lo = hi;
+      hi *= 2;
+    }
+    while (hi - lo > 1) {
+      int m = lo + (hi - lo) / 2;
+      if (lua_getstack(T, m, &d)) lo = m;
+      else hi = m;
+    }
+    if (!lua_getstack(T, lo, &d) || !lua_checkstack(T, 1) || !lua_getinfo(T, "f", &d)) return 0;
+  }
+  lua_xmove(T, L, 1);
+  return 1;
+}
+
+/* The entry of the function made by coroutine.wrap on top of L (ident_wrap_entry). */
+static uint32_t wrap_entry(Profiler *P, lua_State *L) {
+  if (!lua_checkstack(L, 4)) return IDX_NONE;
+  FuncTable *F = &P->fns;
+  int top = lua_gettop(L);
+  uint32_t e = IDX_NONE;
+  lua_State *T = lua_getupvalue(L, -1, 1) ? lua_tothread(L, -1) : NULL;
+  if (T && push_body(T, L) && lua_isfunction(L, -1) && !lua_iscfunction(L, -1)) {
+    lua_Debug b;
+    lua_getinfo(L, ">S", &b);
+    /* Unkept: its text is compared, as the public path's. LuaJIT describes a built-in there
+       as a Lua function of line -1. */
+    uint32_t c = b.linedefined < 0 ? IDX_NONE : chunk_of(F, &b, b.source, 0);
+    e = c == IDX_NONE ? IDX_NONE : fn_find_entry(F, c, b.linedefined, &WRAP_MARK);
+    if (c != IDX_NONE && e == IDX_NONE) e = fn_add(F, c, b.linedefined, &WRAP_MARK, KIND_C);
+    if (e != IDX_NONE && !F->entries[e].name) {
+      const char *file = F->chunks[c].file;
+      size_t len = strlen(file) + 32;
+      char *name = fault_malloc(len);
+      if (name) {
+        snprintf(name, len, "wrap(%s:%d)", file, b.linedefined);
+        fn_set_name(F, e, name, NAME_DEF);
+        free(name);
+      }
+    }
+  }
+  lua_settop(L, top);
+  return e;
+}
+
+uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar) {
+  if (!lua_checkstack(L, 1)) return IDX_NONE;
+  lua_getinfo(L, "f", ar);
+  uint32_t e = wrap_entry(P, L);
+  lua_pop(L, 1);
+  return e;
+}
+
+/* Whether C function `cf`, on top of L, is one coroutine.wrap made. LuaJIT's are built-ins
+   without a C function pointer, each closure an object of its own: the only built-ins that
+   hold a coroutine. */
+static int is_wrap(lua_State *L, lua_CFunction cf) {
+  if (cf) return cf == ident_wrap;
+  if (!lua_checkstack(L, 1) || !lua_getupvalue(L, -1, 1)) return 0;
+  int yes = lua_isthread(L, -1);
+  lua_pop(L, 1);
+  return yes;
 }
 
 uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, const void *src,
@@ -240,10 +383,17 @@ uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *c
   if (ar->what[0] == 'C') {
     lua_getinfo(L, "f", ar);
     *cf = lua_tocfunction(L, -1);
-    /* LuaJIT's built-in fast functions have no C function pointer; they never die either. */
-    const void *ptr = *cf ? (const void *)(uintptr_t)*cf : lua_topointer(L, -1);
-    lua_pop(L, 1);
+    const void *ptr = cfunc_ptr(L, -1);
     uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
+    /* A known key is no function made by coroutine.wrap, but on Lua 5.4 their one C function:
+       LuaJIT's, objects of their own, are never made keys. */
+    int wrap = (e == IDX_NONE || (*cf && *cf == ident_wrap)) && is_wrap(L, *cf);
+    uint32_t w = wrap ? wrap_entry(P, L) : IDX_NONE;
+    lua_pop(L, 1);
+    if (w != IDX_NONE) return w;
+    if (e != IDX_NONE) return e;
+    if (wrap && !*cf) ptr = &WRAP_MARK;
+    e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
     return e != IDX_NONE ? e : c_entry(F, L, ar, ptr);
   }
   *cf = NULL;
@@ -274,11 +424,7 @@ static int module_rank(const char *mod) {
 /* The entry of the function on top of the stack, if the profile has seen it. */
 static uint32_t entry_of_value(const Profiler *P, lua_State *L) {
   const FuncTable *F = &P->fns;
-  if (lua_iscfunction(L, -1)) {
-    lua_CFunction cf = lua_tocfunction(L, -1);
-    return fn_find_entry(F, IDX_NONE, -1,
-                         cf ? (const void *)(uintptr_t)cf : lua_topointer(L, -1));
-  }
+  if (lua_iscfunction(L, -1)) return fn_find_entry(F, IDX_NONE, -1, cfunc_ptr(L, -1));
 #if LUAPRIV_KNOWN
   if (P->fast) {
     const LPProto *p = ((const LPLClosure *)lua_topointer(L, -1))->p;
@@ -298,12 +444,14 @@ typedef struct Naming {
   uint8_t *rank;   /* 3: none yet */
 } Naming;
 
-static void consider(Naming *N, uint32_t e, int rank, const char *mod, const char *field) {
+/* `sep` joins `mod` and `field`: '.' for a module's function, ':' for a method. */
+static void consider(Naming *N, uint32_t e, int rank, const char *mod, char sep,
+                     const char *field) {
   size_t len = strlen(field) + (rank == 0 ? 0 : strlen(mod) + 1);
   char *cand = fault_malloc(len + 1);
   if (!cand) return;
   if (rank == 0) memcpy(cand, field, len + 1);
-  else snprintf(cand, len + 1, "%s.%s", mod, field);
+  else snprintf(cand, len + 1, "%s%c%s", mod, sep, field);
   /* Several names may reach one function: the best ranked module wins, then the shortest
      name, then the alphabetically first (table order varies between runs). */
   char *best = N->best[e];
@@ -320,13 +468,14 @@ static void consider(Naming *N, uint32_t e, int rank, const char *mod, const cha
 
 /* One module table (on top of the stack) of rank `rank`: every function field of it that is an
    entry still to be named is a candidate. */
-static void walk_module(const Profiler *P, lua_State *L, Naming *N, const char *mod, int rank) {
+static void walk_module(const Profiler *P, lua_State *L, Naming *N, const char *mod, char sep,
+                        int rank) {
   lua_pushnil(L);
   while (lua_next(L, -2)) {
     if (lua_type(L, -2) == LUA_TSTRING && lua_isfunction(L, -1)) {
       uint32_t e = entry_of_value(P, L);
       if (e != IDX_NONE && !P->fns.entries[e].name && rank <= N->rank[e])
-        consider(N, e, rank, mod, lua_tostring(L, -2));
+        consider(N, e, rank, mod, sep, lua_tostring(L, -2));
     }
     lua_pop(L, 1);
   }
@@ -334,6 +483,7 @@ static void walk_module(const Profiler *P, lua_State *L, Naming *N, const char *
 
 void ident_name_all(Profiler *P, lua_State *L) {
   FuncTable *F = &P->fns;
+  defname_all(F);
   uint32_t n = F->nentries, unnamed = 0;
   for (uint32_t i = 0; i < n; i++) unnamed += F->entries[i].name == NULL;
   if (unnamed == 0 || !lua_checkstack(L, 8)) return;
@@ -351,16 +501,25 @@ void ident_name_all(Profiler *P, lua_State *L) {
     while (lua_next(L, -2)) {
       if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
         const char *mod = lua_tostring(L, -2);
-        walk_module(P, L, &N, mod, module_rank(mod));
+        walk_module(P, L, &N, mod, '.', module_rank(mod));
       }
       lua_pop(L, 1);
     }
+  }
+  /* The methods and metamethods of io's files, which no module holds. */
+  lua_pushliteral(L, LUA_FILEHANDLE);
+  lua_rawget(L, LUA_REGISTRYINDEX);
+  if (lua_istable(L, -1)) {
+    walk_module(P, L, &N, "file", ':', 1);
+    lua_pushliteral(L, "__index");
+    lua_rawget(L, -2);
+    if (lua_istable(L, -1)) walk_module(P, L, &N, "file", ':', 1);
   }
   lua_settop(L, top);
   for (uint32_t i = 0; i < n; i++) {
     if (!N.best[i]) continue;
     /* A Lua function may still get a call-site name later; a C function never does. */
-    fn_set_name(F, i, N.best[i], 1);
+    fn_set_name(F, i, N.best[i], NAME_GLOBAL);
     free(N.best[i]);
   }
   free(N.best);

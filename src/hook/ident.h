@@ -25,15 +25,22 @@ uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, c
 
 /* The same through the public API alone (lua_getinfo): the path of LuaJIT, of unknown releases
    and of a profile whose fast path is off. Also returns the C function in *cf (NULL for a Lua
-   function). */
+   function). A function made by coroutine.wrap is resolved as by ident_wrap_entry. */
 uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf);
+
+/* The entry of the function made by coroutine.wrap that call event `ar` calls, one per body
+   its coroutine runs (a Lua function), named "wrap(file:line)"; IDX_NONE when that body cannot
+   be found (the coroutine finished or runs a C function) or out of memory: the one entry of
+   every such function serves. Costs a few lookups per call of such a function. */
+uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar);
 
 /* A call of entry e took a new call path: a function still without a call-site name tries
    this one (lua_getinfo "n"), a few times at most. */
 void ident_name_from_call(Profiler *P, lua_State *L, lua_Debug *ar, uint32_t e);
 
-/* Names, in one walk of the loaded modules, every function still without a name: its global
-   name ("string.format") if it has one. Before every snapshot. */
+/* Names every Lua function not yet named by its definition from the line that defines it
+   (hook/defname.h), then, in one walk of the loaded modules, every function still without a
+   name: its global name ("string.format") if it has one. Before every snapshot. */
 void ident_name_all(Profiler *P, lua_State *L);
 
 /* Lets go of the chunk-name strings P kept alive (its keys are gone: clear() or collection). */

@@ -37,7 +37,11 @@ Stack *thr_adopt(Profiler *P, lua_State *L, int idx, lua_State *T) {
     if (!lua_checkstack(L, 3)) return NULL;
     keep(L, idx);
   }
-  return stk_new(&P->stacks, P, T);
+  Stack *st = stk_new(&P->stacks, P, T);
+  /* LuaJIT does not say which thread is the main one: there it is the one that enabled. */
+  lua_State *M = compat_main_thread(L);
+  if (st) st->id = (M ? T == M : !P->enabled) ? 1 : ++P->stacks.ids + 1;
+  return st;
 }
 
 /* Whether two stacks would give their threads the same hook back. */

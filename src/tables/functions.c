@@ -188,7 +188,7 @@ uint32_t fn_add(FuncTable *F, uint32_t chunk, int line, const void *cfunc, int k
   return i;
 }
 
-int fn_set_name(FuncTable *F, uint32_t e, const char *name, int global) {
+int fn_set_name(FuncTable *F, uint32_t e, const char *name, int origin) {
   size_t n = strlen(name);
   char *d = copy(name, n);
   if (!d) return -1;
@@ -196,7 +196,7 @@ int fn_set_name(FuncTable *F, uint32_t e, const char *name, int global) {
   if (en->name) F->text_bytes -= strlen(en->name) + 1;
   free(en->name);
   en->name = d;
-  en->global = (uint8_t)global;
+  en->origin = (uint8_t)origin;
   F->text_bytes += n + 1;
   return 0;
 }

@@ -19,6 +19,10 @@
 
 enum { KIND_LUA, KIND_MAIN, KIND_C };
 
+/* Where an entry's name came from, weakest first: a call site, the walk of the loaded modules,
+   the source line that defines the function (docs/SEMANTICS.md, "Names"). */
+enum { NAME_CALL, NAME_GLOBAL, NAME_DEF };
+
 /* A distinct chunk-name text, and the file reports show for it. */
 typedef struct Chunk {
   char *text;
@@ -29,14 +33,16 @@ typedef struct Chunk {
 typedef struct Entry {
   Stat s;
   const void *cfunc; /* C: the function; Lua: NULL */
-  uint32_t chunk;    /* Lua: its chunk name (FuncTable.chunks); C: IDX_NONE */
-  int line;          /* Lua: line defined (0 for a main chunk); C: -1 */
+  uint32_t chunk;    /* Lua: its chunk name (FuncTable.chunks); C: IDX_NONE, except for a
+                        function made by coroutine.wrap, told apart by its body's chunk */
+  int line;          /* Lua: line defined (0 for a main chunk); C: -1 (a wrap: its body's) */
   int lastline;      /* Lua: last line defined; C: -1 */
   char *name;        /* NULL until named: from a call site, or once per snapshot (ident.c) */
   uint8_t kind;
   uint8_t internal;  /* a profiler function: left out when it is open at disable() */
   uint8_t name_tries;/* new call sites left on which to look for a call-site name */
-  uint8_t global;    /* `name` is a global name, which a call-site name replaces */
+  uint8_t origin;    /* NAME_CALL, NAME_GLOBAL or NAME_DEF: what gave `name` */
+  uint8_t def_read;  /* Lua: its defining source line was looked at (hook/defname.h) */
 } Entry;
 
 /* One key a function was seen under. For a Lua function, `src` is the object that holds the
@@ -100,12 +106,13 @@ uint32_t fn_find_entry(const FuncTable *F, uint32_t chunk, int line, const void 
 /* Adds that entry, unnamed. IDX_NONE when out of memory. */
 uint32_t fn_add(FuncTable *F, uint32_t chunk, int line, const void *cfunc, int kind);
 
-/* Names entry e (copied); -1 when out of memory (the name is kept as it was). */
-int fn_set_name(FuncTable *F, uint32_t e, const char *name, int global);
+/* Names entry e (copied), the name coming from `origin` (NAME_*); -1 when out of memory (the
+   name is kept as it was). */
+int fn_set_name(FuncTable *F, uint32_t e, const char *name, int origin);
 
 /* The file reports show for entry e. */
 static inline const char *fn_file(const FuncTable *F, const Entry *e) {
-  return e->chunk == IDX_NONE ? "~" : F->chunks[e->chunk].file;
+  return e->kind == KIND_C ? "~" : F->chunks[e->chunk].file;
 }
 
 /* Bytes held by the tables. */

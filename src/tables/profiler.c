@@ -20,6 +20,7 @@ void prof_free(Profiler *P) {
   tree_free(&P->tree);
   line_free(&P->lines);
   stk_free(&P->stacks);
+  trace_free(&P->trace);
   cprof_timer timer = P->clock.timer;
   memset(P, 0, sizeof *P);
   P->clock.timer = timer;
@@ -29,6 +30,7 @@ int prof_clear(Profiler *P) {
   cprof_timer timer = P->clock.timer;
   uint32_t limit = P->tree.limit;
   int lines = P->lines.on, public_only = P->public_only;
+  uint32_t trace_size = P->trace.size;
   double bias = P->bias;
   prof_free(P);
   int r = prof_init(P, &timer);
@@ -36,5 +38,6 @@ int prof_clear(Profiler *P) {
   P->lines.on = lines;
   P->public_only = public_only;
   P->bias = bias;
+  P->trace.size = trace_size;
   return r;
 }

@@ -15,6 +15,7 @@
 #include "tables/functions.h"
 #include "tables/lines.h"
 #include "tables/stacks.h"
+#include "tables/trace.h"
 
 typedef struct Profiler {
   Clock clock;
@@ -23,6 +24,7 @@ typedef struct Profiler {
   LineTable lines;
   Stacks stacks;
   MemAttr mem;
+  Trace trace;
   double bias;             /* seconds per event that no reading sees: subtracted by reports */
   double start_time;       /* Unix time of the first enable() */
   cprof_ticks enabled_at;  /* CLOCK_MONOTONIC ns of the last enable() */
@@ -30,7 +32,14 @@ typedef struct Profiler {
   int ready;               /* prof_init succeeded: the tables exist */
   int jit_was_on;          /* LuaJIT: the compiler was on before enable() turned it off */
   int enabled;
-  int oom;                 /* an allocation failed: events were dropped, the report says so */
+  /* The hook tests both flags with one load: a profile without a trace pays nothing for it. */
+  union {
+    struct {
+      uint8_t oom;         /* an allocation failed: events were dropped, the report says so */
+      uint8_t tracing;     /* enabled with a trace: events go to P->trace too */
+    };
+    uint16_t special;      /* nonzero: the hook takes its slower branch */
+  };
   int fast;                /* the fast path (util/luapriv.h) is trusted while enabled */
   int public_only;         /* the fast path is forced off (option fast_path = false) */
   const char *fast_state;  /* "on", "off" (forced), "unavailable" (LuaJIT, an unknown release)

@@ -295,6 +295,10 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
     set_int(L, "memory_frees", t[2]);
     set_int(L, "memory_freed", t[3]);
   }
+  if (P->trace.size) {
+    set_int(L, "trace_size", P->trace.size);
+    set_int(L, "trace_dropped", P->trace.total - P->trace.held);
+  }
   set_fast_path(L, P);
   lua_setfield(L, -2, "meta");
 }
@@ -330,6 +334,32 @@ static lua_Number mem_time(const MemStat *m, int c, double unit) {
 static lua_Number mem_type(const MemStat *m, int c, double unit) {
   (void)unit;
   return (lua_Number)(c < MEM_NTYPES ? m->type_allocs[c] : m->type_frees[c - MEM_NTYPES]);
+}
+
+/* The trace (a profile made with trace = true), oldest event first: event (0 a call, 1 a
+   return), thread, node, time (seconds since the first event recorded). */
+static void push_trace(lua_State *L, const Profiler *P) {
+  const Trace *T = &P->trace;
+  double unit = P->clock.timer.unit;
+  lua_createtable(L, 0, 5);
+  lua_pushinteger(L, T->held);
+  lua_setfield(L, -2, "n");
+  static const char *const cols[] = {"event", "thread", "node", "time"};
+  for (int c = 0; c < 4; c++) {
+    lua_createtable(L, (int)T->held, 0);
+    for (uint32_t i = 0; i < T->held; i++) {
+      const TraceEvent *e = trace_at(T, i);
+      switch (c) {
+        case 0: lua_pushinteger(L, (e->thread & TRACE_RETURN) != 0); break;
+        case 1: lua_pushinteger(L, (lua_Integer)(e->thread & ~TRACE_RETURN)); break;
+        case 2: lua_pushinteger(L, (lua_Integer)e->node + 1); break;
+        default: lua_pushnumber(L, (lua_Number)(e->t - T->origin) * unit); break;
+      }
+      lua_rawseti(L, -2, (int)i + 1);
+    }
+    lua_setfield(L, -2, cols[c]);
+  }
+  lua_setfield(L, -2, "trace");
 }
 
 static void push_node_memory(lua_State *L, const Profiler *P) {
@@ -377,6 +407,7 @@ void snap_push_snapshot(lua_State *L, const Profiler *P, cprof_ticks running_ns)
   lua_setfield(L, -2, "nodes");
 
   if (P->lines.on) push_lines(L, P);
+  if (P->trace.size) push_trace(L, P);
 }
 
 /* The line records (a profile made with lines = true): frame, line, hits, time. */

@@ -43,6 +43,7 @@ typedef struct Stack {
   cprof_ticks suspended_at;
   cprof_ticks away;        /* time spent suspended: the stack's own time is the clock less this,
                               so a switch never touches the frames' times */
+  uint32_t id;             /* the thread's number in the trace: 1 the main thread */
   uint8_t suspended;       /* yielded: its marked records are out of `active`, its clock stopped */
   uint8_t ci_pending;      /* LuaJIT: the top frame's activation id is provisional (COMPAT_CI) */
   /* The hook the program had on this thread, called for the events it asked for. */
@@ -60,6 +61,7 @@ typedef struct Stacks {
   Stack *cur;              /* the stack of the last event */
   Stack *main;             /* the main thread's, while enabled */
   size_t frame_bytes;      /* of all stacks' frame arrays, for the memory counters */
+  uint32_t ids;            /* coroutines numbered so far (Stack.id) */
 } Stacks;
 
 /* No stacks; -1 when out of memory (S can be freed). */

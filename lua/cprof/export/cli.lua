@@ -2,6 +2,7 @@
 --
 --   cprof-stats FILE... --export FORMAT [-o OUT] [--weight W] [--icicle] [--title T] [PATTERN...]
 --   cprof-stats FILE... --tree [--depth N] [--min-percent P] [--memory] [-o OUT] [PATTERN...]
+--   (--tree and --export also take --focus PATTERN and --hide PATTERN, as pprof's options)
 --   cprof-stats NEW... --diff BASE [--sort KEY] [--limit N] [--strip-dirs] [-o OUT] [PATTERN...]
 --   cprof-stats NEW... --diff BASE --export svg|folded [-o OUT] [--weight W]
 --   cprof-stats FILE... --leaks | --memory --stacks N [--sort live] | --memory-types [PATTERN...]
@@ -105,6 +106,16 @@ M.OPTIONS = {
     "each was written (Lua's bytes, live blocks, held, mapped, peak, live bytes",
     "charged to contexts) and the growth since the one before: memory over time",
     "from dumps taken one after another.  With --export svg, a line chart." }),
+  { long = "focus", arg = "PATTERN",
+    help = { "With --tree or --export: keep only the call paths through a function matching",
+             "PATTERN, as pprof's -focus (a PATTERN operand does the same).  Repeatable: a",
+             "path through any of them is kept." },
+    set = function(o, v) local x = settings(o); x.focus = x.focus or {}; x.focus[#x.focus + 1] = v end },
+  { long = "hide", arg = "PATTERN",
+    help = { "With --tree or --export: take the functions matching PATTERN out of the call",
+             "tree, as pprof's -hide: their own time (and memory) goes to their callers,",
+             "their callees become their callers' callees.  Repeatable." },
+    set = function(o, v) local x = settings(o); x.hide = x.hide or {}; x.hide[#x.hide + 1] = v end },
   { long = "diff", arg = "BASE",
     help = { "Compare the FILEs with the profile BASE: per function, the calls, tottime and",
              "cumtime, and their change (absolute and percent), the largest change in",
@@ -138,6 +149,7 @@ local function refused(o, allowed)
     { "--title", x.title ~= nil, "svg" }, { "--depth", x.depth ~= nil, "tree" },
     { "--min-percent", x.min_percent ~= nil, "tree" }, { "-i", o.interactive },
     { "--stacks", x.stacks ~= nil and not x.leaks and not x.types, "stacks" },
+    { "--focus", x.focus ~= nil, "paths" }, { "--hide", x.hide ~= nil, "paths" },
   }
   local bad = {}
   for _, g in ipairs(given) do
@@ -176,9 +188,9 @@ function M.cli_exports(o, fail)
   elseif memctx then
     allowed = { memory = x.stacks ~= nil, sort = x.stacks ~= nil, stacks = true }
   elseif x.tree then
-    allowed = { memory = true, tree = true }
+    allowed = { memory = true, tree = true, paths = true }
   elseif x.format then
-    allowed = { weight = true, svg = x.format == "svg" }
+    allowed = { weight = true, svg = x.format == "svg", paths = true }
   else
     allowed = { sort = true, limit = true, strip = true }
   end
@@ -224,12 +236,13 @@ function M.cli_exports(o, fail)
       end)
     elseif x.format then
       export.export(x.format, files, out, { weight = x.weight, patterns = patterns, base = x.base,
-        icicle = x.icicle, title = x.title })
+        icicle = x.icicle, title = x.title, focus = x.focus, hide = x.hide })
     elseif x.tree then
       local m = export.model(files)
       export.output(out, false, function(sink)
         require("cprof.report.tree").write(m, sink, { depth = x.depth, min_percent = x.min_percent,
-          patterns = patterns, memory = o.views.memory, title = concat(files, " + ") })
+          patterns = patterns, memory = o.views.memory, title = concat(files, " + "),
+          focus = x.focus, hide = x.hide })
       end)
     else
       local stats = require("cprof.stats")

@@ -20,6 +20,9 @@
 --   weight    "time" (default), "calls", and on memory profiles "alloc", "allocs", "live"
 --   patterns  a list of restrictions: only the call paths through a function whose name
 --             matches (Lua patterns, "|" between alternatives) count
+--   focus     the same (pprof's -focus): a pattern or a list of them
+--   hide      a pattern or a list: matching functions leave the call tree, their own time
+--             and memory charged to their callers (pprof's -hide; cprof.export.model)
 --   base      a source to compare with: svg draws a differential flame graph, folded writes
 --             two counts per stack (difffolded.pl's format)
 --   title, icicle, width, minwidth    svg only (cprof.export.svg)
@@ -33,8 +36,8 @@ local data_mod = require("cprof.profdata")
 local bias_mod = require("cprof.bias")
 local model_mod = require("cprof.export.model")
 
-local type, ipairs, tostring, pcall, error, getmetatable =
-  type, ipairs, tostring, pcall, error, getmetatable
+local type, ipairs, pairs, tostring, pcall, error, getmetatable =
+  type, ipairs, pairs, tostring, pcall, error, getmetatable
 local concat, sformat = table.concat, string.format
 local fail = model_mod.fail
 
@@ -188,6 +191,32 @@ local function to_file(path, binary, write)
   error(sformat("cprof.export: %s: %s", path, tostring(werr or cerr)), 0)
 end
 
+-- A list option: nil, a string or a list of strings.
+local function list(opts, name)
+  local v = opts[name]
+  if v == nil then return {} end
+  if type(v) == "string" then return { v } end
+  if type(v) ~= "table" then fail("option %s must be a pattern or a list of them, not a %s", name, type(v)) end
+  for i, p in ipairs(v) do
+    if type(p) ~= "string" then fail("option %s: item %d is a %s, not a pattern", name, i, type(p)) end
+  end
+  return v
+end
+
+--- The options of a view of the call tree with `patterns` made the list of restrictions and
+--- focus patterns together (both keep the paths through a match: pprof's -focus), and `hide`
+--- a list (pprof's -hide: cprof.export.model's m:hide).
+function M.tree_options(opts)
+  local out = {}
+  for k, v in pairs(opts) do out[k] = v end
+  local patterns = {}
+  for _, name in ipairs({ "patterns", "focus" }) do
+    for _, p in ipairs(list(opts, name)) do patterns[#patterns + 1] = p end
+  end
+  out.patterns, out.hide, out.focus = patterns, list(opts, "hide"), nil
+  return out
+end
+
 --- export.export(format, source, out [, opts]): see the top of this file.  Returns the
 --- summary the format gives (svg: { frames, merged }; others: a table with at least format).
 function M.export(format, source, out, opts)
@@ -204,11 +233,12 @@ function M.export(format, source, out, opts)
   if opts.base ~= nil and not mod.diff then
     fail("%s cannot compare two profiles (svg and folded can)", format)
   end
-  if opts.patterns and #opts.patterns > 0 and not mod.restricts then
+  opts = M.tree_options(opts)
+  if (#opts.patterns > 0 or #opts.hide > 0) and not mod.restricts then
     fail("%s holds whole functions: restrictions to call paths do not apply", format)
   end
-  local m = M.model(source)
-  local base = opts.base ~= nil and M.model(opts.base) or nil
+  local m = M.model(source):hide(opts.hide)
+  local base = opts.base ~= nil and M.model(opts.base):hide(opts.hide) or nil
   local result
   M.output(out, mod.binary, function(sink)
     result = mod.write(m, sink, opts, weight, base)

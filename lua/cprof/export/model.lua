@@ -5,6 +5,8 @@
 --   m:has_tree()                    false for data without nodes (a pstats file, a Stats)
 --   m:weight(name)                  self value of every node for weight `name` (M.WEIGHTS)
 --   m:restrict(self, patterns)      self values kept only on paths through a matching function
+--   m:hide(patterns)                the model without the matching frames (pprof's -hide)
+--   m:kept(patterns)                the nodes a trace's events keep (cprof.export.chrome)
 --   m:inclusive(self)               the subtree sums of `self`
 --   m:children(incl)                the children of every node, largest first (see below)
 --   m:walk(kids, visit)             depth-first walk, children in that order
@@ -22,8 +24,8 @@ local funckey = require("cprof.funckey")
 local restrictions = require("cprof.restrictions")
 local data_mod = require("cprof.profdata")
 
-local type, error, ipairs, tostring, sformat = type, error, ipairs, tostring, string.format
-local sbyte, sfind, concat = string.byte, string.find, table.concat
+local type, error, ipairs, pairs, tostring, sformat = type, error, ipairs, pairs, tostring, string.format
+local sbyte, sfind, smatch, concat = string.byte, string.find, string.match, table.concat
 local sort, floor = table.sort, math.floor
 
 --- The weights: what a node's value is (`self(nodes, k)`), its unit, and its label.
@@ -232,20 +234,17 @@ function Model:name(f)
   return cached(self, "names", names)[f]
 end
 
---- The self values kept on the paths that go through a function matching one of `patterns`
---- (Lua patterns, "|" between alternatives, matched against the full names, as cprof-stats'
---- restrictions are): as grepping folded stacks does, every other node's own value is 0.
-function Model:restrict(self_w, patterns)
-  if not patterns or #patterns == 0 then return self_w end
-  local F = self.F
-  local match = {}
+-- match[f] is true for each frame whose full name matches one of `patterns` (Lua patterns,
+-- "|" between alternatives, matched against the full names, as cprof-stats' restrictions are).
+local function matching(self, patterns)
   local matchers = {}
   for i, p in ipairs(patterns) do
     local m, why = restrictions.matcher(p)
     if not m then fail("bad pattern '%s': %s", p, tostring(why)) end
     matchers[i] = m
   end
-  for f = 1, F.n do
+  local match = {}
+  for f = 1, self.F.n do
     local label = self:label(f)
     for _, hit_of in ipairs(matchers) do
       if hit_of(label) then
@@ -254,14 +253,104 @@ function Model:restrict(self_w, patterns)
       end
     end
   end
-  local on, out, parent, frame = {}, {}, self.parent, self.frame
-  on[0] = false
-  for k = 1, self.n do
-    local v = on[parent[k]] or match[frame[k]] or false
-    on[k] = v
-    out[k] = v and self_w[k] or 0
-  end
+  return match
+end
+
+-- on[k]: node k is on a path through a function matching one of `patterns` (it or one of its
+-- ancestors matches); nil when there are no patterns.
+local function through(self, patterns)
+  if not patterns or #patterns == 0 then return nil end
+  local match = matching(self, patterns)
+  local on, parent, frame = { [0] = false }, self.parent, self.frame
+  for k = 1, self.n do on[k] = on[parent[k]] or match[frame[k]] or false end
+  return on
+end
+
+--- The self values kept on the paths that go through a function matching one of `patterns`
+--- (pprof's -focus): as grepping folded stacks does, every other node's own value is 0.
+function Model:restrict(self_w, patterns)
+  local on = through(self, patterns)
+  if not on then return self_w end
+  local out = {}
+  for k = 1, self.n do out[k] = on[k] and self_w[k] or 0 end
   return out
+end
+
+--- For the nodes of the data the model was made from (before m:hide), the node of this model
+--- each stands for when it is kept: not hidden, and on a path through `patterns` when given.
+function Model:kept(patterns)
+  local on, origin = through(self, patterns), self.origin
+  local keep = {}
+  for k = 1, origin and origin.n or self.n do
+    local j = origin and origin[k] or k
+    if j ~= 0 and (not on or on[j]) then keep[k] = j end
+  end
+  return keep
+end
+
+-- The node columns a hidden node charges to its caller (its own time and memory), and those it
+-- takes away with it (its calls: they were calls of the hidden function).
+local CHARGED = { "tottime", "alloc_count", "alloc_bytes", "free_count", "free_bytes" }
+local OWN = { "ncalls", "pcalls", "cumtime" }
+
+--- The model with the frames that match one of `patterns` taken out of the call tree, as
+--- pprof's -hide does: a hidden node's own time and memory go to its nearest caller that is
+--- not hidden, its callees become that caller's callees, and call paths that become the same
+--- are merged (their numbers added).  A hidden root's own time goes nowhere.  m.origin[k] is
+--- the new node of the old node k (0: hidden).
+function Model:hide(patterns)
+  if not patterns or #patterns == 0 then return self end
+  local match = matching(self, patterns)
+  local N, parent, frame = self.N, self.parent, self.frame
+  local memory = self:has_memory()
+  local cols = { "parent", "frame" }
+  for _, c in ipairs(CHARGED) do cols[#cols + 1] = c end
+  for _, c in ipairs(OWN) do cols[#cols + 1] = c end
+  if memory then cols[#cols + 1], cols[#cols + 2] = "min_size", "max_size" end
+  local out = { n = 0 }
+  for _, c in ipairs(cols) do out[c] = {} end
+  local origin, index = { n = self.n, [0] = 0 }, {}
+  for k = 1, self.n do
+    local p, f = origin[parent[k]], frame[k]
+    local j = p
+    if not match[f] then
+      local key = p .. ">" .. f
+      j = index[key]
+      if not j then
+        j = out.n + 1
+        out.n, index[key] = j, j
+        out.parent[j], out.frame[j] = p, f
+        for _, c in ipairs(CHARGED) do out[c][j] = 0 end
+        for _, c in ipairs(OWN) do out[c][j] = 0 end
+        if memory then out.min_size[j], out.max_size[j] = 0, 0 end
+      end
+      for _, c in ipairs(OWN) do out[c][j] = out[c][j] + N[c][k] end
+    end
+    origin[k] = j
+    if j ~= 0 then
+      out.tottime[j] = out.tottime[j] + N.tottime[k]
+      if memory then
+        for i = 2, #CHARGED do
+          local c = CHARGED[i]
+          out[c][j] = out[c][j] + N[c][k]
+        end
+        if N.alloc_count[k] > 0 then
+          local lo = out.min_size[j]
+          if lo == 0 or N.min_size[k] < lo then out.min_size[j] = N.min_size[k] end
+          if N.max_size[k] > out.max_size[j] then out.max_size[j] = N.max_size[k] end
+        end
+      end
+    end
+  end
+  if not memory then
+    for i = 2, #CHARGED do out[CHARGED[i]] = nil end
+  end
+  local d = {}
+  for key, v in pairs(self.d) do d[key] = v end
+  d.nodes = out
+  local m = M.new(d)
+  m.no_tree, m.origin = self.no_tree, origin
+  return m
 end
 
 --- Inclusive values: each node's self value plus its descendants'.  incl[0] is the total.
@@ -384,8 +473,12 @@ function Model:align(base)
   return to_base, matched
 end
 
--- The C functions that run another coroutine: their callee is a coroutine's body.
+-- The C functions that run another coroutine: their callee is a coroutine's body. The
+-- functions made by coroutine.wrap are named by their body, "wrap(file:line)", or as a whole.
 local SWITCH = { ["coroutine.resume"] = true, ["function made by coroutine.wrap"] = true }
+local function switches(name)
+  return SWITCH[name] or smatch(name, "^wrap%(.*:%d+%)$") ~= nil
+end
 
 --- Which thread each node belongs to: the main thread (1) or the coroutine whose body runs
 --- under a coroutine.resume or a coroutine.wrap function (the tree knows coroutines only
@@ -399,7 +492,7 @@ function Model:threads()
   for k = 1, self.n do
     local p = parent[k]
     local pf = p > 0 and frame[p]
-    if pf and F.kind[pf] == "C" and SWITCH[F.name[pf]] then
+    if pf and F.kind[pf] == "C" and switches(F.name[pf]) then
       local f = frame[k]
       local t = ids[f]
       if not t then

@@ -341,6 +341,7 @@ function M.write(m, sink, opts, weight, base)
   if opts.patterns and #opts.patterns > 0 then
     sub[#sub + 1] = "only paths through " .. concat(opts.patterns, " or ")
   end
+  if opts.hide and #opts.hide > 0 then sub[#sub + 1] = "hidden: " .. concat(opts.hide, ", ") end
   sub[#sub + 1] = grouped(m.n) .. " nodes"
   if merged > 0 then
     sub[#sub + 1] = grouped(merged) .. " frames narrower than " .. tostring(minw) .. " px merged"

@@ -50,6 +50,32 @@ function M.print_files(st, out)
   if #st.files > 0 then out("\n") end
 end
 
+local function percent(x)
+  return sformat(x < 0.1 and x > -0.1 and "%.2f%%" or "%.1f%%", x)
+end
+
+--- The header line on how much of `total` (seconds) is cprof's own overhead (meta from
+--- cprof.bias.apply): subtracted, and how uncertain the rest is, or, uncalibrated, estimated.
+--- nil when the meta says nothing of it.
+function M.overhead_line(meta, total)
+  if type(meta) ~= "table" or type(total) ~= "number" then return nil end
+  local sub, unc, est = meta.bias_subtracted, meta.bias_uncertainty, meta.overhead_estimate
+  if type(sub) == "number" and sub ~= 0 then
+    local raw = total + sub
+    local src = type(meta.bias_source) == "string" and meta.bias_source or "set by hand"
+    local rest = "its uncertainty is not known"
+    if type(unc) == "number" and total > 0 then
+      rest = "the rest is uncertain by ±" .. percent(100 * unc / total)
+    end
+    return sformat("   cprof: calibrated (%s): %s of the measured time was cprof's overhead and" ..
+                   " is subtracted; %s", src, raw > 0 and percent(100 * sub / raw) or "-", rest)
+  elseif type(est) == "number" and est > 0 and total > 0 then
+    return sformat("   cprof: not calibrated: about %s of this total is cprof's own overhead" ..
+                   " (typical costs; CPROF_CALIBRATE=save or Profile:calibrate() measures them)",
+                   percent(math.min(100, 100 * est / total)))
+  end
+end
+
 -- The file lines, top-level lines and totals line (pstats' print_stats head).
 local function print_head(st, out)
   M.print_files(st, out)
@@ -63,6 +89,8 @@ local function print_head(st, out)
   end
   out(s .. "in " .. pyfmt.g("%.3f", st.total_tt) .. " seconds\n")
   out("\n")
+  local overhead = M.overhead_line(st.meta, st.total_tt)
+  if overhead then out(overhead .. "\n\n") end
   -- cprof turns LuaJIT's compiler off while it profiles, or compiled code would call no hook
   local lua = type(st.meta) == "table" and st.meta.lua_version
   if type(lua) == "string" and lua:find("^LuaJIT") then
@@ -89,10 +117,11 @@ local function print_warnings(st, out)
                 " public API\n\n", tostring(meta.fast_path_why)))
   end
   if type(meta.bias_clamped) == "number" and meta.bias_clamped > 0 then
-    out(sformat("   cprof: %s went below zero after subtracting the bias (%s s per event)" ..
+    local per_event = type(meta.bias_lua_call) ~= "number" and
+      sformat(" (%.3g s per event)", type(meta.bias) == "number" and meta.bias or 0) or ""
+    out(sformat("   cprof: %s went below zero after subtracting the bias%s" ..
                 " and %s shown as 0\n\n", M.count(meta.bias_clamped, "time", "times"),
-                sformat("%.3g", type(meta.bias) == "number" and meta.bias or 0),
-                meta.bias_clamped == 1 and "was" or "were"))
+                per_event, meta.bias_clamped == 1 and "was" or "were"))
   end
   if type(meta.timer_errors) == "number" and meta.timer_errors > 0 then
     out(sformat("   cprof: %s of the timer failed (it raised an error or returned no number) and" ..

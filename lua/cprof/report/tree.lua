@@ -16,7 +16,9 @@
 --                (default 0.5; 0 shows every node)
 --   patterns     only the call paths through a function matching one of these count (as in
 --                cprof.export: the times are those of the matching paths, their shares of
---                the whole profile's time)
+--                the whole profile's time); `focus` is the same (pprof's name)
+--   hide         the functions matching these leave the tree, their own time charged to
+--                their callers (pprof's -hide: cprof.export.model's m:hide)
 --   memory       add the memory columns (inclusive allocated bytes, allocations, live bytes)
 --   title        the first line's name of the profile (the files)
 -- The last line says how many nodes were left out and why.
@@ -31,8 +33,9 @@ local function calls(n, p)
 end
 
 function M.write(m, put, opts)
-  opts = opts or {}
+  opts = require("cprof.export").tree_options(opts or {})
   m:need_tree("--tree")
+  m = m:hide(opts.hide)
   local min_percent = opts.min_percent or 0.5
   local max_depth = opts.depth
   local restricted = opts.patterns and #opts.patterns > 0
@@ -59,6 +62,7 @@ function M.write(m, put, opts)
     notes[#notes + 1] = sformat("only the paths through %s: %.6f seconds (%.1f%%)",
       concat(opts.patterns, " or "), incl[0], total > 0 and 100 * incl[0] / total or 0)
   end
+  if #opts.hide > 0 then notes[#notes + 1] = "hidden: " .. concat(opts.hide, ", ") end
   if min_percent > 0 then notes[#notes + 1] = sformat("nodes under %g%% of the total left out", min_percent) end
   if max_depth then notes[#notes + 1] = sformat("at most %d levels", max_depth) end
   if #notes > 0 then put(concat(notes, "; ") .. "\n") end
