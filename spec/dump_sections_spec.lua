@@ -72,12 +72,14 @@ local function allocator_stats(limit)
         free = 0, imported = 4194304, peak_total = 6291456, nr_allocs = 2, nr_free_segs = 0,
         nr_spans = 2, nr_imports = 2, nr_empty = 0, allocs = 3, frees = 1, imports = 3,
         releases = 1, import_failures = 0, hash_size = 64, hash_empty = 62, hash_longest = 1,
-        meta = 2048, free_lists = {} },
+        meta = 2048, free_lists = {}, qcache_max = 0, qcached = 0, qcached_bytes = 0,
+        qcache_allocs = 0, qcache_frees = 0 },
       { name = "pages", source = "chunks", quantum = 4096, total = 4186112, alloc = 40960,
         free = 4145152, imported = 4186112, peak_total = 4186112, nr_allocs = 10, nr_free_segs = 2,
         nr_spans = 2, nr_imports = 2, nr_empty = 1, allocs = 12, frees = 2, imports = 2,
         releases = 0, import_failures = 0, hash_size = 64, hash_empty = 54, hash_longest = 2,
-        meta = 4096, free_lists = { [12] = 1, [21] = 1 } },
+        meta = 4096, free_lists = { [12] = 1, [21] = 1 }, qcache_max = 16384, qcached = 3,
+        qcached_bytes = 20480, qcache_allocs = BIG, qcache_frees = 77 },
     },
   }
   for _, c in ipairs(s.caches) do c.total, c.alloc = c.objects * c.objsize, c.live * c.objsize end

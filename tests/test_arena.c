@@ -328,6 +328,10 @@ static void test_chunkset_and_caches(void) {
     cache_reap(caches[c]);
     CHECK(caches[c]->nslabs == 0 && caches[c]->out == 0, "reaped");
   }
+  /* Freed slabs of 1 to 4 pages wait in the page arena's quantum caches until flushed. */
+  CHECK(cs.pages.amt_alloc_segs == cs.pages.qcached_bytes, "only cached segments are allocated");
+  arena_qcache_flush(&cs.pages);
+  CHECK(!arena_check(&cs.pages), "arena after the flush");
   CHECK(cs.pages.amt_alloc_segs == 0, "page arena empty after reap");
   CHECK(cs.pages.nr_spans <= 1, "chunks went back to the OS (one kept)");
   CHECK(cs.os.mapped <= CHUNK_SIZE && cs.os.mapped <= mapped_before, "unmapped: %zu", cs.os.mapped);
@@ -369,6 +373,42 @@ static void test_chunkset_and_caches(void) {
   }
 }
 
+/* Quantum caches: a freed segment of 1 to 4 quanta comes back at the next request of its
+   size; a request that finds no free segment empties the caches first; the stats count them. */
+static void test_qcache(void) {
+  arena_os os;
+  arena_os_init(&os, 4096);
+  arena a;
+  arena_params p = {.name = "qcache", .quantum = 64, .os = &os, .qcache_max = 64 * 100};
+  CHECK(arena_init(&a, &p) == 0, "init");
+  CHECK(a.qcache_max == 64 * ARENA_QCACHES, "qcache_max capped: %zu", a.qcache_max);
+  CHECK(arena_add_span(&a, 0x100000, 64 * 16) == 0, "span");
+  uintptr_t x = arena_alloc(&a, 64 * 2), y = arena_alloc(&a, 64 * 2);
+  CHECK(x && y && arena_free(&a, x, 64 * 2) == 0, "alloc, free");
+  CHECK(a.qcached_bytes == 128 && a.amt_alloc_segs == 256, "cached, still allocated");
+  CHECK(arena_alloc(&a, 64 * 2) == x, "the cached segment comes back");
+  CHECK(a.q_allocs == 1 && a.q_frees == 1 && a.qcached_bytes == 0, "counted");
+  CHECK(arena_free(&a, x + 64, 64 * 2) == -1, "a segment that is not allocated is refused");
+  /* Fill the caches with every segment, then ask for one larger than any of them. */
+  CHECK(arena_free(&a, x, 128) == 0 && arena_free(&a, y, 128) == 0, "free both");
+  uintptr_t parts[12];
+  int n = 0;
+  for (; n < 12; n++) {
+    parts[n] = arena_alloc(&a, 64);
+    if (!parts[n]) break;
+  }
+  CHECK(n == 12, "the rest of the span in single quanta: %d", n);
+  for (int i = 0; i < 12; i++) arena_free(&a, parts[i], 64);
+  CHECK(!arena_check(&a), "arena with full caches: %s", arena_check(&a));
+  arena_stats st;
+  arena_get_stats(&a, &st);
+  CHECK(st.qcached == ARENA_QDEPTH + 2 && st.qcache_max == 256, "stats: %zu cached", st.qcached);
+  uintptr_t big = arena_alloc(&a, 64 * 16);
+  CHECK(big == 0x100000, "the whole span, after the caches were emptied");
+  CHECK(a.qcached_bytes == 0 && !arena_check(&a), "emptied");
+  arena_destroy(&a);
+}
+
 int main(int argc, char **argv) {
   ctest_seed(argc, argv);
   test_arena_static();
@@ -377,5 +417,6 @@ int main(int argc, char **argv) {
   test_arena_import(3);
   test_arena_meta_failures();
   test_chunkset_and_caches();
+  test_qcache();
   return ctest_done("test_arena");
 }

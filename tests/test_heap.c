@@ -294,7 +294,7 @@ typedef struct seen {
 static void observer(void *ud, int ev, void *block, size_t size, int tag) {
   seen *s = ud;
   (void)block;
-  if (ev == LALLOC_EV_ALLOC) {
+  if (ev != LALLOC_EV_FREE) {
     s->allocs++;
     s->bytes += (long long)size;
     if (tag == LUA_TTABLE) s->tables++;

@@ -59,7 +59,8 @@ M.MEM_TYPE_COLUMNS = { "name", "tag", "live", "bytes", "held", "allocs", "large_
 M.MEM_ARENA_COLUMNS = { "name", "source", "quantum", "total", "alloc", "free", "imported",
                         "peak_total", "nr_allocs", "nr_free_segs", "nr_spans", "nr_imports",
                         "nr_empty", "allocs", "frees", "imports", "releases", "import_failures",
-                        "hash_size", "hash_empty", "hash_longest", "meta" }
+                        "hash_size", "hash_empty", "hash_longest", "meta", "qcache_max",
+                        "qcached", "qcached_bytes", "qcache_allocs", "qcache_frees" }
 M.MEM_FREE_LIST_COLUMNS = { "arena", "list", "segs" }
 local MEM_GROUPS = { "mem_caches", "mem_types", "mem_arenas", "mem_free_lists" }
 
@@ -263,12 +264,14 @@ end
 
 local SUMMED_META = { total_time = true, tree_folded = true, dropped = true,
                       bias_clamped = true, memory_lost = true, timer_errors = true,
-                      bias_subtracted = true, bias_uncertainty = true, overhead_estimate = true }
+                      memory_allocs = true, memory_bytes = true, memory_frees = true,
+                      memory_freed = true, bias_subtracted = true, bias_uncertainty = true,
+                      overhead_estimate = true }
 
 --- The meta of the sum of two profiles: total_time, tree_folded, dropped, bias_clamped,
---- memory_lost, timer_errors and the overhead (bias_subtracted, bias_uncertainty,
---- overhead_estimate) are summed, the rest comes from `a` (from `b` where `a` has
---- nothing), and `merged` counts the profiles.
+--- memory_lost, timer_errors, the memory totals (memory_allocs, ...) and the overhead
+--- (bias_subtracted, bias_uncertainty, overhead_estimate) are summed, the rest comes from `a`
+--- (from `b` where `a` has nothing), and `merged` counts the profiles.
 function M.merge_meta(a, b)
   args.check(type(a) == "table", a, 1, "merge_meta", "meta table")
   args.check(type(b) == "table", b, 2, "merge_meta", "meta table")

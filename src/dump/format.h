@@ -119,6 +119,8 @@ static inline int dump_meta_class(const char *k, size_t n) {
     {"merged", DUMP_MK_INTEGER},     {"timer_errors", DUMP_MK_INTEGER},
     {"memory", DUMP_MK_BOOLEAN},     {"bias_applied", DUMP_MK_BOOLEAN},
     {"subcalls", DUMP_MK_BOOLEAN},   {"cprof_version", DUMP_MK_STRING},
+    {"memory_allocs", DUMP_MK_INTEGER}, {"memory_bytes", DUMP_MK_INTEGER},
+    {"memory_frees", DUMP_MK_INTEGER},  {"memory_freed", DUMP_MK_INTEGER},
     {"trace_size", DUMP_MK_INTEGER}, {"trace_dropped", DUMP_MK_INTEGER},
   };
   if (n > 4 && memcmp(k, "mem_", 4) == 0) return DUMP_MK_INTEGER;
@@ -139,11 +141,15 @@ static const char *const DUMP_MK_NAMES[] = {"", "a string", "a number", "an inte
    creates no column for it, so such a profile reads back exactly as it was written. The fields
    of an extension come together: a record kind has all of them or none. */
 #define DUMP_EXTENSION 2
+/* The second extension of nodes: lifetimes, first allocation, last free and counts per Lua type
+   (written since cprof 0.9; a file with memory may lack them). Its fields go together too. */
+#define DUMP_EXT_LIFE 3
 
 typedef struct DumpField {
   const char *name;  /* also the column's name in the Lua data table */
   uint8_t enc;
-  uint8_t required;  /* 0: a file may lack it and the reader supplies `def`; DUMP_EXTENSION */
+  uint8_t required;  /* 0: a file may lack it and the reader supplies `def`; 1: required;
+                        DUMP_EXTENSION, DUMP_EXT_LIFE: the extension the field belongs to */
   int64_t def;       /* the default (times: 0.0, strings: ""); for DUMP_ENC_ROW, which is always
                         required, the DUMP_K_* of the records it refers to */
 } DumpField;
@@ -183,11 +189,23 @@ static const DumpField DUMP_EDGE_FIELDS[] = {
   {"caller", DUMP_ENC_FRAME, 1, 0}, {"callee", DUMP_ENC_FRAME, 1, 0},
   DUMP_CALL_FIELDS,
 };
+#define DUMP_TYPE_FIELDS(t)                                           \
+  {t "_allocs", DUMP_ENC_UINT, DUMP_EXT_LIFE, 0},                     \
+  {t "_frees", DUMP_ENC_UINT, DUMP_EXT_LIFE, 0}
+
 static const DumpField DUMP_NODE_FIELDS[] = {
   {"parent", DUMP_ENC_PARENT, 1, 0}, {"frame", DUMP_ENC_FRAME, 1, 0},
   DUMP_CALL_FIELDS,
   /* Memory charged to the node. */
   DUMP_MEMORY_FIELDS,
+  /* MemProf's lifetimes (seconds, over the blocks freed), the first allocation and the last
+     free (seconds since attribution started), and the allocations and frees per Lua type. */
+  {"life_total", DUMP_ENC_F64, DUMP_EXT_LIFE, 0}, {"life_min", DUMP_ENC_F64, DUMP_EXT_LIFE, 0},
+  {"life_max", DUMP_ENC_F64, DUMP_EXT_LIFE, 0},   {"alloc_time", DUMP_ENC_F64, DUMP_EXT_LIFE, 0},
+  {"free_time", DUMP_ENC_F64, DUMP_EXT_LIFE, 0},
+  DUMP_TYPE_FIELDS("raw"), DUMP_TYPE_FIELDS("string"), DUMP_TYPE_FIELDS("table"),
+  DUMP_TYPE_FIELDS("function"), DUMP_TYPE_FIELDS("userdata"), DUMP_TYPE_FIELDS("thread"),
+  DUMP_TYPE_FIELDS("upvalue"), DUMP_TYPE_FIELDS("proto"), DUMP_TYPE_FIELDS("other"),
 };
 
 /* Line events: hits and time of one source line of one function. */
@@ -224,6 +242,10 @@ static const DumpField DUMP_MEM_ARENA_FIELDS[] = {
   {"releases", DUMP_ENC_UINT, 0, 0},    {"import_failures", DUMP_ENC_UINT, 0, 0},
   {"hash_size", DUMP_ENC_UINT, 0, 0},   {"hash_empty", DUMP_ENC_UINT, 0, 0},
   {"hash_longest", DUMP_ENC_UINT, 0, 0}, {"meta", DUMP_ENC_UINT, 0, 0},
+  /* quantum caches (added later: an older file reads them as 0) */
+  {"qcache_max", DUMP_ENC_UINT, 0, 0},  {"qcached", DUMP_ENC_UINT, 0, 0},
+  {"qcached_bytes", DUMP_ENC_UINT, 0, 0}, {"qcache_allocs", DUMP_ENC_UINT, 0, 0},
+  {"qcache_frees", DUMP_ENC_UINT, 0, 0},
 };
 /* One non-empty free list of one arena: segments of sizes in [2^list, 2^(list+1)). */
 static const DumpField DUMP_MEM_FREE_LIST_FIELDS[] = {
@@ -299,6 +321,9 @@ static inline uint64_t dump_get_u64(const unsigned char *p) {
  * never allocates more than a small multiple of `len`.
  */
 int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, size_t len);
+/* The same, but only the summary: the metadata and the allocator snapshot, without decoding
+   frames, edges, nodes or line records (their groups are absent from the data table). */
+int dump_read_summary(lua_State *L, const char *name, const unsigned char *buf, size_t len);
 
 /*
  * The writer. The data table is at `data` (docs/FORMAT.md, "The data table").

@@ -128,10 +128,13 @@ static unsigned char *slurp(const char *path, size_t *len, int *err, const char 
   return NULL;
 }
 
-/* core.read_dump(path) -> the data table, and what the file is: {version = V, sections = S,
-   checksums = true|false}; raises "cprof: <path>: <what is wrong>". */
+/* core.read_dump(path [, "summary"]) -> the data table, and what the file is: {version = V,
+   sections = S, checksums = true|false}; raises "cprof: <path>: <what is wrong>". With
+   "summary", only the metadata and the allocator snapshot (dump_read_summary). */
 static int l_read_dump(lua_State *L) {
   const char *path = check_path(L, 1);
+  static const char *const parts[] = {"all", "summary", NULL};
+  int summary = luaL_checkoption(L, 2, "all", parts);
   size_t len = 0;
   int err = 0;
   const char *what;
@@ -146,7 +149,7 @@ static int l_read_dump(lua_State *L) {
     else lua_pushfstring(L, "cprof: %s: a %s, not a regular file", path, what);
     return lua_error(L);
   }
-  int failed = dump_read_memory(L, path, buf, len);
+  int failed = (summary ? dump_read_summary : dump_read_memory)(L, path, buf, len);
   free(buf);
   if (failed) return lua_error(L);
   return 2;

@@ -52,6 +52,7 @@ typedef struct Reader {
   uint32_t nstrings, nframes;
   uint32_t count[DUMP_NREC];  /* records of each kind read so far (DUMP_ENC_ROW checks) */
   int strtab;  /* stack index of the strings, 1-based */
+  int summary; /* only the metadata and the allocator snapshot */
 } Reader;
 
 /* A position inside one section. */
@@ -307,16 +308,19 @@ static void read_schema(Reader *R) {
     if (!R->schema[k].described && (!K->optional || R->sec[K->section].found))
       rerr(R, "schema section: %s are not described", K->group);
     if (!R->schema[k].described) continue;
-    int ext_have = -1, ext_lack = -1;  /* an extension field the file has, one it lacks */
-    for (int i = 0; i < K->nfields; i++) {
+    for (int i = 0; i < K->nfields; i++)
       if (K->fields[i].required == 1 && !R->schema[k].have[i])
         rerr(R, "schema section: %s lack the required field '%s'", K->group, K->fields[i].name);
-      int *first = R->schema[k].have[i] ? &ext_have : &ext_lack;
-      if (K->fields[i].required == DUMP_EXTENSION && *first < 0) *first = i;
+    for (int ext = DUMP_EXTENSION; ext <= DUMP_EXT_LIFE; ext++) {
+      int ext_have = -1, ext_lack = -1;  /* a field of the extension the file has, one it lacks */
+      for (int i = 0; i < K->nfields; i++) {
+        int *first = R->schema[k].have[i] ? &ext_have : &ext_lack;
+        if (K->fields[i].required == ext && *first < 0) *first = i;
+      }
+      if (ext_have >= 0 && ext_lack >= 0)
+        rerr(R, "schema section: %s have the memory field '%s' but not '%s' (they go together)",
+             K->group, K->fields[ext_have].name, K->fields[ext_lack].name);
     }
-    if (ext_have >= 0 && ext_lack >= 0)
-      rerr(R, "schema section: %s have the memory field '%s' but not '%s' (they go together)",
-           K->group, K->fields[ext_have].name, K->fields[ext_lack].name);
   }
 }
 
@@ -421,7 +425,7 @@ static void read_records(Reader *R, int k) {
   /* Defaults for the fields this file does not have (an extension's stay absent). */
   for (int i = 0; i < K->nfields; i++) {
     const DumpField *F = &K->fields[i];
-    if (S->have[i] || F->required == DUMP_EXTENSION) continue;
+    if (S->have[i] || F->required >= DUMP_EXTENSION) continue;
     for (uint32_t r = 0; r < n; r++) {
       if (F->enc == DUMP_ENC_F64) lua_pushnumber(L, 0.0);
       else if (F->enc == DUMP_ENC_STRING) lua_pushliteral(L, "");
@@ -430,7 +434,7 @@ static void read_records(Reader *R, int k) {
     }
   }
   for (int i = K->nfields - 1; i >= 0; i--) {
-    if (!S->have[i] && K->fields[i].required == DUMP_EXTENSION) lua_pop(L, 1);
+    if (!S->have[i] && K->fields[i].required >= DUMP_EXTENSION) lua_pop(L, 1);
     else lua_setfield(L, group, K->fields[i].name);
   }
 }
@@ -496,6 +500,8 @@ static int read_body(lua_State *L) {
   read_strings(R);
   for (int k = 0; k < DUMP_NREC; k++) {
     if (DUMP_KINDS[k].optional && !R->sec[DUMP_KINDS[k].section].found) continue; /* absent */
+    /* The profile itself (and its time line, whose rows are nodes): not for a summary. */
+    if (R->summary && (k <= DUMP_K_LINES || k == DUMP_K_TRACE)) continue;
     read_records(R, k);
     lua_setfield(L, data, DUMP_KINDS[k].group);
   }
@@ -512,13 +518,15 @@ static int read_body(lua_State *L) {
   return 2;
 }
 
-int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, size_t len) {
+static int read_dump(lua_State *L, const char *name, const unsigned char *buf, size_t len,
+                     int summary) {
   Reader R;
   memset(&R, 0, sizeof R);
   R.L = L;
   R.name = name;
   R.buf = buf;
   R.len = len;
+  R.summary = summary;
   int top = lua_gettop(L);
   lua_pushcfunction(L, read_body);
   lua_pushlightuserdata(L, &R);
@@ -528,4 +536,12 @@ int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, s
     lua_pushfstring(L, "cprof: %s: out of memory", name);
   }
   return status != 0;
+}
+
+int dump_read_memory(lua_State *L, const char *name, const unsigned char *buf, size_t len) {
+  return read_dump(L, name, buf, len, 0);
+}
+
+int dump_read_summary(lua_State *L, const char *name, const unsigned char *buf, size_t len) {
+  return read_dump(L, name, buf, len, 1);
 }

@@ -125,7 +125,7 @@ static void collect_groups(Writer *W) {
     if (t == LUA_TNIL) { /* no records; the schema still lists every field */
       lua_pop(L, 1);
       W->n[k] = 0;
-      for (int f = 0; f < K->nfields; f++) W->present[k][f] = K->fields[f].required != DUMP_EXTENSION;
+      for (int f = 0; f < K->nfields; f++) W->present[k][f] = K->fields[f].required < DUMP_EXTENSION;
       continue;
     }
     char b[64];
@@ -154,14 +154,16 @@ static void collect_groups(Writer *W) {
       }
     }
     /* What the reader refuses: some of an extension's columns without the others. */
-    int ext_have = -1, ext_lack = -1;
-    for (int f = 0; f < K->nfields; f++) {
-      int *first = W->present[k][f] ? &ext_have : &ext_lack;
-      if (K->fields[f].required == DUMP_EXTENSION && *first < 0) *first = f;
+    for (int ext = DUMP_EXTENSION; ext <= DUMP_EXT_LIFE; ext++) {
+      int ext_have = -1, ext_lack = -1;
+      for (int f = 0; f < K->nfields; f++) {
+        int *first = W->present[k][f] ? &ext_have : &ext_lack;
+        if (K->fields[f].required == ext && *first < 0) *first = f;
+      }
+      if (ext_have >= 0 && ext_lack >= 0)
+        out_error(&W->out, "%s.%s is missing (%s.%s is there: the memory columns go together)",
+                  K->group, K->fields[ext_lack].name, K->group, K->fields[ext_have].name);
     }
-    if (ext_have >= 0 && ext_lack >= 0)
-      out_error(&W->out, "%s.%s is missing (%s.%s is there: the memory columns go together)",
-                K->group, K->fields[ext_lack].name, K->group, K->fields[ext_have].name);
   }
 }
 

@@ -395,7 +395,7 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   lua_pushlightuserdata(L, P);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &PROFILER_KEY);
   thr_remember(L, st);
-  memattr_start(&P->mem, L, stk_running_node, &P->stacks);
+  memattr_start(&P->mem, L, stk_running_node, &P->stacks, &P->clock.vlast);
   return NULL;
 }
 

@@ -210,6 +210,8 @@ int arena_init(arena *a, const arena_params *p) {
   a->import_min = (p->import_min + p->quantum - 1) & ~(p->quantum - 1);
   a->keep_empty = p->keep_empty;
   a->os = p->os;
+  a->qcache_max = p->qcache_max & ~(p->quantum - 1);
+  if (a->qcache_max > ARENA_QCACHES * p->quantum) a->qcache_max = ARENA_QCACHES * p->quantum;
   a->hash = a->hash0;
   a->hash_size = ARENA_HASH0;
   a->hash_bits = floor_log2(ARENA_HASH0);
@@ -296,9 +298,21 @@ static int import_span(arena *a, size_t size) {
 uintptr_t arena_alloc(arena *a, size_t size) {
   if (size == 0 || size > SIZE_MAX - a->quantum) return 0;
   size = (size + a->quantum - 1) & ~(a->quantum - 1);
+  if (size <= a->qcache_max) {
+    unsigned k = (unsigned)(size >> a->qshift) - 1;
+    if (a->qn[k]) {
+      a->q_allocs++;
+      a->qcached_bytes -= size;
+      return a->qc[k][--a->qn[k]];
+    }
+  }
   /* One btag for the split, two for an imported span. */
   if (!reserve_tags(a, 3)) return 0;
   btag *t = find_fit(a, size);
+  if (!t && a->qcached_bytes) {
+    arena_qcache_flush(a);
+    t = find_fit(a, size);
+  }
   if (!t) {
     if (!import_span(a, size)) return 0;
     t = find_fit(a, size);
@@ -322,10 +336,10 @@ uintptr_t arena_alloc(arena *a, size_t size) {
   return t->start;
 }
 
-int arena_free(arena *a, uintptr_t start, size_t size) {
-  size = (size + a->quantum - 1) & ~(a->quantum - 1);
-  btag *t = hash_find(a, start);
-  if (!t || t->size != size) return -1;
+/* Frees allocated segment t: it coalesces with its free neighbours, and a wholly free imported
+   span goes back to the source unless it is kept. */
+static void free_seg(arena *a, btag *t) {
+  size_t size = t->size;
   hash_remove(a, t);
   a->nr_allocs--;
   a->amt_alloc_segs -= size;
@@ -360,11 +374,34 @@ int arena_free(arena *a, uintptr_t start, size_t size) {
       tag_put(a, t);
       tag_put(a, span);
       if (a->release) a->release(a->ctx, base, len);
-      return 0;
+      return;
     }
   }
   free_insert(a, t);
+}
+
+int arena_free(arena *a, uintptr_t start, size_t size) {
+  size = (size + a->quantum - 1) & ~(a->quantum - 1);
+  btag *t = hash_find(a, start);
+  if (!t || t->size != size) return -1;
+  if (size <= a->qcache_max) {
+    unsigned k = (unsigned)(size >> a->qshift) - 1;
+    if (a->qn[k] < ARENA_QDEPTH) {
+      a->qc[k][a->qn[k]++] = start;
+      a->qcached_bytes += size;
+      a->q_frees++;
+      return 0;
+    }
+  }
+  free_seg(a, t);
   return 0;
+}
+
+void arena_qcache_flush(arena *a) {
+  for (unsigned k = 0; k < ARENA_QCACHES; k++) {
+    while (a->qn[k]) free_seg(a, hash_find(a, a->qc[k][--a->qn[k]]));
+  }
+  a->qcached_bytes = 0;
 }
 
 int arena_is_allocated(const arena *a, uintptr_t start, size_t size) {
@@ -389,6 +426,11 @@ void arena_get_stats(const arena *a, arena_stats *st) {
   st->imports_ever = a->nr_imports_ever;
   st->releases_ever = a->nr_releases_ever;
   st->import_failures = a->nr_import_failures;
+  st->qcache_max = a->qcache_max;
+  for (unsigned k = 0; k < ARENA_QCACHES; k++) st->qcached += a->qn[k];
+  st->qcached_bytes = a->qcached_bytes;
+  st->qcache_allocs = a->q_allocs;
+  st->qcache_frees = a->q_frees;
   if (!a->segs) return;
   for (const btag *t = a->segs->next; t != a->segs; t = t->next) {
     if (t->status == BT_SPAN && t->imported) {
@@ -474,5 +516,16 @@ const char *arena_check(const arena *a) {
       hashed++;
     }
   if (hashed != nallocs) return "hash holds other segments";
+  size_t qbytes = 0;
+  for (unsigned k = 0; k < ARENA_QCACHES; k++) {
+    if (a->qn[k] > ARENA_QDEPTH) return "a quantum cache overflows";
+    for (uint32_t j = 0; j < a->qn[k]; j++) {
+      size_t size = (size_t)(k + 1) << a->qshift;
+      if (size > a->qcache_max || !arena_is_allocated(a, a->qc[k][j], size))
+        return "a quantum cache holds a segment that is not allocated at its size";
+      qbytes += size;
+    }
+  }
+  if (qbytes != a->qcached_bytes) return "qcached_bytes is wrong";
   return NULL;
 }

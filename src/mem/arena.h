@@ -47,6 +47,13 @@ void arena_meta_free(arena_os *os, void *p, size_t size);
 
 enum { ARENA_NFREE = 64, ARENA_NAME = 32, ARENA_HASH0 = 32 };
 
+/* Quantum caches (vmem's qcache_max): an arena with qcache_max > 0 keeps up to ARENA_QDEPTH
+   freed segments of each size of 1 to qcache_max / quantum quanta (at most ARENA_QCACHES) and
+   hands them out again without splitting, hashing or coalescing. A cached segment stays
+   allocated in the arena (amt_alloc counts it, as vmem counts its qcaches' slabs); when a
+   request finds no free segment, the caches are emptied into the arena before it imports. */
+enum { ARENA_QCACHES = 4, ARENA_QDEPTH = 4 };
+
 typedef struct btag btag;
 
 /* Where an arena gets spans. import: at least `size` bytes (a multiple of the quantum);
@@ -84,6 +91,12 @@ typedef struct arena {
   uint64_t nr_allocs_ever, nr_frees_ever, nr_imports_ever, nr_releases_ever;
   uint64_t nr_import_failures;
 
+  size_t qcache_max;            /* bytes; 0: no quantum caches */
+  size_t qcached_bytes;         /* bytes of the segments in them */
+  uint64_t q_allocs, q_frees;   /* allocations they served; frees they kept */
+  uint32_t qn[ARENA_QCACHES];
+  uintptr_t qc[ARENA_QCACHES][ARENA_QDEPTH];
+
   btag *hash0[ARENA_HASH0];
 } arena;
 
@@ -97,6 +110,7 @@ typedef struct arena_params {
   size_t import_min;
   unsigned keep_empty;
   arena_os *os;
+  size_t qcache_max;            /* quantum caches for sizes up to this (0: none) */
 } arena_params;
 
 /* Returns 0, or -1 when the sentinel cannot be allocated. */
@@ -111,6 +125,8 @@ uintptr_t arena_alloc(arena *a, size_t size);
 /* Frees what arena_alloc returned, with the size asked for. Returns 0, or -1 when `start` is
    not an allocated segment of that size (nothing is changed then). */
 int arena_free(arena *a, uintptr_t start, size_t size);
+/* Empties the quantum caches into the arena (the segments become free, spans may go back). */
+void arena_qcache_flush(arena *a);
 /* Adds a span that is never given back (for arenas without a source). -1 without metadata. */
 int arena_add_span(arena *a, uintptr_t start, size_t size);
 /* Whether [start, start+size) is an allocated segment (the tests use it). */
@@ -126,6 +142,8 @@ typedef struct arena_stats {
   size_t free_lists[ARENA_NFREE];  /* free segments on each list */
   size_t hash_size, hash_empty, hash_longest;
   size_t meta;                  /* bytes of btags and hash table */
+  size_t qcache_max, qcached, qcached_bytes;  /* quantum caches: segments and bytes in them */
+  uint64_t qcache_allocs, qcache_frees;
 } arena_stats;
 
 void arena_get_stats(const arena *a, arena_stats *st);

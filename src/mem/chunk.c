@@ -135,7 +135,7 @@ int chunkset_init(chunkset *cs, long fail_after) {
   arena_params pp = {
     .name = "pages", .quantum = PAGE_SIZE, .source = &cs->chunks, .import = pages_import,
     .release = pages_release, .ctx = cs, .import_min = CHUNK_SIZE - CHUNK_HDR, .keep_empty = 1,
-    .os = &cs->os};
+    .os = &cs->os, .qcache_max = ARENA_QCACHES * PAGE_SIZE};
   if (arena_init(&cs->pages, &pp) != 0) {
     arena_destroy(&cs->chunks);
     return -1;

@@ -40,9 +40,7 @@ _Static_assert(LA_NCLASS == 56, "56 size classes up to 4096");
 
 /* ---- Lua types ------------------------------------------------------------------------- */
 
-/* Lua 5.4's tags: 0 for memory that is no object, LUA_TSTRING (4) ... LUA_TTHREAD (8), then
-   LUA_TUPVAL (9) and LUA_TPROTO (10) from lobject.h. Anything else is "other". */
-static const uint8_t slot_of_tag[16] = {
+const uint8_t lalloc_slot_of_tag[16] = {
   LA_RAW, LA_OTHER, LA_OTHER, LA_OTHER, LA_STRING, LA_TABLE, LA_FUNCTION, LA_USERDATA,
   LA_THREAD, LA_UPVAL, LA_PROTO, LA_OTHER, LA_OTHER, LA_OTHER, LA_OTHER, LA_OTHER};
 static const char *const slot_names[LA_NSLOT] = {
@@ -50,7 +48,7 @@ static const char *const slot_names[LA_NSLOT] = {
 static const int slot_tags[LA_NSLOT] = {0, 4, 5, 6, 7, 8, 9, 10, -1};
 
 /* (LuaJIT passes 0 for every new block.) */
-static inline unsigned slot_of(size_t tag) { return tag < 16 ? slot_of_tag[tag] : LA_OTHER; }
+static inline unsigned slot_of(size_t tag) { return (unsigned)lalloc_tag_slot((int)tag); }
 
 const char *lalloc_slot_name(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_names[slot] : "?"; }
 int lalloc_slot_tag(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_tags[slot] : -1; }
@@ -328,7 +326,7 @@ const char *lalloc_trace_cache(const lalloc *h) { return h->tr.c ? h->tr.c->name
 
 /* ---- the checked paths: limit, observer, trace, blocks of `prev` ----------------------- */
 
-/* Block p of n bytes, just allocated (LALLOC_EV_ALLOC) or about to be freed (LALLOC_EV_FREE):
+/* Block p of n bytes, just allocated (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed (LALLOC_EV_FREE):
    the trace of its cache (when that cache is traced) and the observer hear of it. */
 static void note(lalloc *h, int ev, void *p, size_t n) {
   unsigned slot;
@@ -340,7 +338,7 @@ static void note(lalloc *h, int ev, void *p, size_t n) {
     cache *c = h->caches[MAP_SLAB_ID(w)];
     slot = c->type;
     if (c->traced && h->tr.on) {
-      if (ev == LALLOC_EV_ALLOC) lalloc_trace_record(h, p, n);
+      if (ev != LALLOC_EV_FREE) lalloc_trace_record(h, p, n);
       else lalloc_trace_forget(h, p);
     }
   }
@@ -349,6 +347,7 @@ static void note(lalloc *h, int ev, void *p, size_t n) {
 
 static void note_alloc(lalloc *h, void *p, size_t n) { note(h, LALLOC_EV_ALLOC, p, n); }
 static void note_free(lalloc *h, void *p, size_t osize) { note(h, LALLOC_EV_FREE, p, osize); }
+static void note_move(lalloc *h, void *p, size_t n) { note(h, LALLOC_EV_MOVE, p, n); }
 
 static int over_limit(lalloc *h, size_t osize, size_t nsize) {
   if (nsize <= osize || h->live - osize + nsize <= h->limit) return 0;
@@ -407,17 +406,13 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
     h->live -= osize;
     h->foreign_live -= osize;
     h->foreign_frees++;
-    if (h->watched) note_alloc(h, q, nsize);
+    if (h->watched) note_move(h, q, nsize);
     return q;
   }
   if (!h->watched) return realloc_ours(h, p, osize, nsize);
   note_free(h, p, osize);
   void *q = realloc_ours(h, p, osize, nsize);
-  if (q) {
-    note_alloc(h, q, nsize);
-  } else {
-    note_alloc(h, p, osize);  /* the block is unchanged: tell that it is still there */
-  }
+  note_move(h, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
   return q;
 }
 
@@ -532,4 +527,5 @@ void lalloc_fail_after(lalloc *h, long n) { h->cs.os.fail_after = n; }
 
 void lalloc_reap(lalloc *h) {
   for (cache *c = h->all; c; c = c->next) cache_reap(c);
+  arena_qcache_flush(&h->cs.pages);
 }

@@ -33,9 +33,11 @@ typedef struct lalloc lalloc;
 
 /* The hook for memory attribution (docs/MEMORY.md): called after each allocation and before
    each free, with the block, its size as Lua counts it and its Lua type tag (0 for memory that
-   is not an object). A realloc is a free of the old block and an allocation of the new one. It
-   runs inside lua_Alloc: it must not call the Lua API nor longjmp. */
-enum { LALLOC_EV_ALLOC = 1, LALLOC_EV_FREE = 2 };
+   is not an object). A realloc is a free of the old block and then LALLOC_EV_MOVE, the
+   allocation of the new one (which continues the old block: an attribution may leave a block
+   out of the profile for good). It runs inside lua_Alloc: it must not call the Lua API nor
+   longjmp. */
+enum { LALLOC_EV_ALLOC = 1, LALLOC_EV_FREE = 2, LALLOC_EV_MOVE = 3 };
 typedef void (*lalloc_observer)(void *ud, int event, void *block, size_t size, int tag);
 
 /* A heap in front of `prev` (NULL: a heap of a state that was made with it), or NULL when the
@@ -82,6 +84,13 @@ enum { LALLOC_NARENAS = 2 };
 /* Checks the heap's invariants (arenas, caches and slabs, counters). NULL, or what is wrong. */
 const char *lalloc_check(const lalloc *h);
 const char *lalloc_slot_name(int slot);
+/* Lua 5.4's tags: 0 for memory that is no object, LUA_TSTRING (4) ... LUA_TTHREAD (8), then
+   LUA_TUPVAL (9) and LUA_TPROTO (10) from lobject.h. Anything else is "other". */
+extern const uint8_t lalloc_slot_of_tag[16];
+/* The type slot of a tag (a new block's osize, or the tag the observer is given; -1: other). */
+static inline int lalloc_tag_slot(int tag) {
+  return (unsigned)tag < 16 ? lalloc_slot_of_tag[tag] : LA_OTHER;
+}
 int lalloc_slot_tag(int slot);
 
 /* ---- tracing one cache (Akaros's slab_trace) -------------------------------------------- */

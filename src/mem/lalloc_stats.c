@@ -129,7 +129,8 @@ const char *lalloc_check(const lalloc *h) {
     large_held += h->large[i].held;
   }
   if (req != h->live - h->foreign_live) return "requested bytes disagree with the caches";
-  if (slab_bytes + large_held - h->cs.huge_bytes + h->cs.huge_count * CHUNK_HDR != h->cs.pages.amt_alloc_segs)
+  if (slab_bytes + large_held - h->cs.huge_bytes + h->cs.huge_count * CHUNK_HDR !=
+      h->cs.pages.amt_alloc_segs - h->cs.pages.qcached_bytes)
     return "slabs and large blocks disagree with the page arena";
   return NULL;
 }

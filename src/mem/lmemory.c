@@ -126,7 +126,7 @@ static int l_stats(lua_State *L) {
   lua_createtable(L, LALLOC_NARENAS, 0);
   for (int i = 0; i < LALLOC_NARENAS; i++) {
     const arena_stats *a = &arenas[i];
-    lua_createtable(L, 0, 24);
+    lua_createtable(L, 0, 29);
     sets(L, "name", a->name);
     sets(L, "source", a->source);
     seti(L, "quantum", a->quantum);
@@ -143,6 +143,11 @@ static int l_stats(lua_State *L) {
     seti(L, "allocs", a->allocs_ever);
     seti(L, "frees", a->frees_ever);
     seti(L, "imports", a->imports_ever);
+    seti(L, "qcache_max", a->qcache_max);
+    seti(L, "qcached", a->qcached);
+    seti(L, "qcached_bytes", a->qcached_bytes);
+    seti(L, "qcache_allocs", a->qcache_allocs);
+    seti(L, "qcache_frees", a->qcache_frees);
     seti(L, "releases", a->releases_ever);
     seti(L, "import_failures", a->import_failures);
     seti(L, "hash_size", a->hash_size);

@@ -2,8 +2,18 @@
  * mem/memattr.h — memory attributed to call contexts: while a profile runs on a state that uses
  * cprof's allocator, every allocation is charged to the call-tree node of the frame running then,
  * and its free to the node that allocated it (MemProf's fields: allocations, bytes, frees, live
- * bytes at the end, smallest and largest size). Exact, not sampled: an allocation costs one
- * insertion into the block map, a free one probe.
+ * bytes at the end, smallest and largest size, lifetimes, first allocation and last free, counts
+ * per Lua type). Exact, not sampled: an allocation writes one entry of a side table, a free
+ * reads and clears it, and each updates its node's record: O(1).
+ *
+ * What attribution keeps per live block — its node, to credit the free, and its birth time — is
+ * not in the block (no block grows) but in a side table per slab, indexed by the object's place
+ * in its slab: 8 bytes an object (node + 1, and the birth as a float of ticks since attribution
+ * started: exact below 2^24 ticks, within 2^-24 of the time after), made when the slab gets its
+ * first attributed object and dropped when its last one is freed. Large blocks (above 4 KiB, few)
+ * are in a hash map by address. Times are the profile's clock at the last hook event
+ * (Clock.vlast), read without calling the timer, so that the allocator never reads a clock and
+ * the `counter` timer gives exact lifetimes.
  */
 #ifndef CPROF_MEMATTR_H
 #define CPROF_MEMATTR_H
@@ -12,20 +22,45 @@
 
 #include <lua.h>
 
+#include "cprof.h"
 #include "util/idxmap.h"
+
+/* The Lua types counted per node, the allocator's type slots (mem/lalloc.h: LA_RAW ...
+   LA_OTHER): raw, string, table, function, userdata, thread, upvalue, proto, other. */
+enum { MEM_NTYPES = 9 };
 
 /* Memory charged to one call-tree node (MemProf's record fields). */
 typedef struct MemStat {
   uint64_t allocs, frees;
   uint64_t bytes, freed;   /* live at the end: bytes - freed */
   uint64_t min, max;       /* smallest and largest allocation */
+  /* MemProf's lifetimes, over the blocks freed: sum, shortest, longest (profile ticks) */
+  uint64_t life_total, life_min, life_max;
+  cprof_ticks first_alloc, last_free;  /* profile ticks since attribution started */
+  uint64_t type_allocs[MEM_NTYPES], type_frees[MEM_NTYPES];  /* by type slot */
 } MemStat;
 
-/* A live block allocated while attributing, and the node it is charged to. */
+/* A live large block allocated while attributing, and the node it is charged to. */
 typedef struct Block {
   const void *ptr;
   uint32_t node;
+  cprof_ticks birth;       /* ticks since attribution started, when it was allocated */
 } Block;
+
+/* What the side table of a slab keeps of one object: side by side, one cache line for both. */
+typedef struct ObjAttr {
+  uint32_t node;           /* node + 1; 0: not attributed */
+  float birth;
+} ObjAttr;
+
+/* The side table of one slab. */
+typedef struct SlabAttr {
+  const void *slab;        /* the slab described (a slab's `attr` is trusted only if it matches) */
+  uint32_t live;           /* attributed objects alive in it */
+  uint32_t n;              /* objects in the slab */
+  uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
+  ObjAttr obj[];
+} SlabAttr;
 
 /* The node to charge now (IDX_NONE: none is running); `ud` is what memattr_start was given. */
 typedef uint32_t (*memattr_where)(void *ud);
@@ -34,19 +69,27 @@ typedef struct MemAttr {
   struct lalloc *heap;     /* the allocator observed, while attributing */
   int used;                /* memory was attributed: reports show it */
   int in_hook;             /* cprof's hook is running: its allocations are not the program's */
+  int freed_known;         /* the last block freed was charged to a node (a move continues it) */
   MemStat *stats;          /* per call-tree node */
   uint32_t cstats;
-  Block *blocks;
+  Block *blocks;           /* the large blocks */
   uint32_t nblocks, cblocks;
-  IdxMap by_block;         /* blocks by address */
+  IdxMap by_block;         /* large blocks by address */
+  SlabAttr **tabs;         /* the slabs' side tables by number; NULL: a free number */
+  uint32_t ntabs, ctabs;
+  uint32_t *free_nums;     /* the free numbers, to reuse */
+  uint32_t nfree, cfree;
   uint64_t lost;           /* allocations not charged: out of memory */
   memattr_where where;
   void *where_ud;
+  const cprof_ticks *now;  /* the profile's clock at the last event */
+  cprof_ticks t0;          /* its value when attribution first started */
 } MemAttr;
 
 /* Starts attribution if L's state allocates with cprof's allocator; else does nothing. Each
-   allocation is charged to the node where(where_ud) names. */
-void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud);
+   allocation is charged to the node where(where_ud) names, at time *now. */
+void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
+                   const cprof_ticks *now);
 /* Stops it (the blocks allocated meanwhile stay charged: they are live at the end). */
 void memattr_stop(MemAttr *m);
 /* Forgets every number. */
@@ -55,10 +98,9 @@ void memattr_free(MemAttr *m);
 /* The coroutine running now, for the allocator's traces. */
 void memattr_thread(MemAttr *m, lua_State *L);
 
-/* What node `node` was charged (all zero when nothing was). */
-static inline MemStat memattr_of(const MemAttr *m, uint32_t node) {
-  if (node < m->cstats) return m->stats[node];
-  return (MemStat){0, 0, 0, 0, 0, 0};
+/* What node `node` was charged (NULL when nothing was). */
+static inline const MemStat *memattr_of(const MemAttr *m, uint32_t node) {
+  return node < m->cstats ? &m->stats[node] : NULL;
 }
 
 #endif

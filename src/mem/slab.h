@@ -30,7 +30,9 @@ typedef struct slab {
   struct slab *next, *prev;/* the cache's partial list */
   char *bump, *end;        /* objects never handed out yet: [bump, end) */
   uint32_t busy, total;    /* objects allocated; objects in the slab */
-  uint32_t listed, pad_;   /* on the partial list */
+  uint32_t listed;         /* on the partial list */
+  uint32_t attr;           /* memory attribution's side table of these objects (mem/memattr.c):
+                              its number + 1, 0 for none; a new slab starts with none */
 } slab;
 
 #define SLAB_HDR 64

@@ -1,7 +1,9 @@
 /* Building Lua tables from the profiler's arrays. Runs once per report or dump, never per call. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "mem/lalloc.h"
 #include "tables/snapshot.h"
 #include "util/compat.h"
 #include "util/fault.h"
@@ -67,15 +69,15 @@ static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *ro
   MemStat *sum = fault_calloc((size_t)P->fns.nentries + 1, sizeof *sum);
   if (!sum) return -1;
   for (uint32_t k = 0; k < P->tree.nnodes; k++) {
-    MemStat m = memattr_of(&P->mem, k);
+    const MemStat *m = memattr_of(&P->mem, k);
     MemStat *s = &sum[P->tree.nodes[k].entry];
-    if (m.allocs == 0) continue;
-    if (s->allocs == 0 || m.min < s->min) s->min = m.min;
-    if (m.max > s->max) s->max = m.max;
-    s->allocs += m.allocs;
-    s->frees += m.frees;
-    s->bytes += m.bytes;
-    s->freed += m.freed;
+    if (!m || m->allocs == 0) continue;
+    if (s->allocs == 0 || m->min < s->min) s->min = m->min;
+    if (m->max > s->max) s->max = m->max;
+    s->allocs += m->allocs;
+    s->frees += m->frees;
+    s->bytes += m->bytes;
+    s->freed += m->freed;
   }
   for (uint32_t i = 0; i < P->fns.nentries; i++) {
     if (!row[i]) continue;
@@ -278,6 +280,20 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
     lua_setfield(L, -2, "memory");
     lua_pushinteger(L, (lua_Integer)P->mem.lost);
     lua_setfield(L, -2, "memory_lost");
+    /* The totals over every context, for a summary read without the tree. */
+    uint64_t t[4] = {0, 0, 0, 0};
+    for (uint32_t k = 0; k < P->tree.nnodes; k++) {
+      const MemStat *m = memattr_of(&P->mem, k);
+      if (!m) continue;
+      t[0] += m->allocs;
+      t[1] += m->bytes;
+      t[2] += m->frees;
+      t[3] += m->freed;
+    }
+    set_int(L, "memory_allocs", t[0]);
+    set_int(L, "memory_bytes", t[1]);
+    set_int(L, "memory_frees", t[2]);
+    set_int(L, "memory_freed", t[3]);
   }
   if (P->trace.size) {
     set_int(L, "trace_size", P->trace.size);
@@ -285,6 +301,39 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   }
   set_fast_path(L, P);
   lua_setfield(L, -2, "meta");
+}
+
+/* A column of the node memory named `name`: get(stat, arg) of every node (0 for none). */
+static void push_node_column(lua_State *L, const Profiler *P, const char *name,
+                             lua_Number (*get)(const MemStat *, int, double), int arg, int integer) {
+  double unit = P->clock.timer.unit;
+  lua_createtable(L, (int)P->tree.nnodes, 0);
+  for (uint32_t k = 0; k < P->tree.nnodes; k++) {
+    const MemStat *m = memattr_of(&P->mem, k);
+    lua_Number v = m ? get(m, arg, unit) : 0;
+    if (integer) lua_pushinteger(L, (lua_Integer)v);
+    else lua_pushnumber(L, v);
+    lua_rawseti(L, -2, (int)k + 1);
+  }
+  lua_setfield(L, -2, name);
+}
+
+static lua_Number mem_field(const MemStat *m, int c, double unit) {
+  (void)unit;
+  const uint64_t v[] = {m->allocs, m->bytes, m->frees, m->freed, m->min, m->max};
+  return (lua_Number)v[c];
+}
+
+/* Lifetimes and the first allocation and last free, in seconds as the times are. */
+static lua_Number mem_time(const MemStat *m, int c, double unit) {
+  const uint64_t v[] = {m->life_total, m->life_min, m->life_max, (uint64_t)m->first_alloc,
+                        (uint64_t)m->last_free};
+  return (lua_Number)v[c] * unit;
+}
+
+static lua_Number mem_type(const MemStat *m, int c, double unit) {
+  (void)unit;
+  return (lua_Number)(c < MEM_NTYPES ? m->type_allocs[c] : m->type_frees[c - MEM_NTYPES]);
 }
 
 /* The trace (a profile made with trace = true), oldest event first: event (0 a call, 1 a
@@ -316,16 +365,15 @@ static void push_trace(lua_State *L, const Profiler *P) {
 static void push_node_memory(lua_State *L, const Profiler *P) {
   static const char *const cols[] = {"alloc_count", "alloc_bytes", "free_count", "free_bytes",
                                      "min_size", "max_size"};
-  for (int c = 0; c < 6; c++) {
-    lua_createtable(L, (int)P->tree.nnodes, 0);
-    for (uint32_t k = 0; k < P->tree.nnodes; k++) {
-      MemStat m = memattr_of(&P->mem, k);
-      uint64_t v = c == 0 ? m.allocs : c == 1 ? m.bytes : c == 2 ? m.frees
-                 : c == 3 ? m.freed : c == 4 ? m.min : m.max;
-      lua_pushinteger(L, (lua_Integer)v);
-      lua_rawseti(L, -2, (int)k + 1);
-    }
-    lua_setfield(L, -2, cols[c]);
+  static const char *const times[] = {"life_total", "life_min", "life_max", "alloc_time",
+                                      "free_time"};
+  for (int c = 0; c < 6; c++) push_node_column(L, P, cols[c], mem_field, c, 1);
+  for (int c = 0; c < 5; c++) push_node_column(L, P, times[c], mem_time, c, 0);
+  for (int c = 0; c < 2 * MEM_NTYPES; c++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s_%s", lalloc_slot_name(c % MEM_NTYPES),
+             c < MEM_NTYPES ? "allocs" : "frees");
+    push_node_column(L, P, name, mem_type, c, 1);
   }
 }
 

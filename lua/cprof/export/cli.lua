@@ -5,6 +5,8 @@
 --   (--tree and --export also take --focus PATTERN and --hide PATTERN, as pprof's options)
 --   cprof-stats NEW... --diff BASE [--sort KEY] [--limit N] [--strip-dirs] [-o OUT] [PATTERN...]
 --   cprof-stats NEW... --diff BASE --export svg|folded [-o OUT] [--weight W]
+--   cprof-stats FILE... --leaks | --memory --stacks N [--sort live] | --memory-types [PATTERN...]
+--   cprof-stats FILE... --summary | --memory-series [--export svg] [-o OUT]
 --
 -- cprof-stats appends M.OPTIONS to its own table of options (one parser, one --help) and hands
 -- the command to M.cli_exports when M.wanted says so.  Every value these options take is
@@ -28,6 +30,11 @@ local function number(name, v, fail, min)
     fail("option --" .. name .. ": '" .. v .. "' is not a number of at least " .. min)
   end
   return n
+end
+
+-- An option without a value that sets settings(o)[key].
+local function flag(long, key, help)
+  return { long = long, help = help, set = function(o) settings(o)[key] = true end }
 end
 
 M.OPTIONS = {
@@ -72,6 +79,33 @@ M.OPTIONS = {
     help = { "With --tree: leave out the call paths under P percent of the total time",
              "(default 0.5; 0 prints every path)." },
     set = function(o, v, fail) settings(o).min_percent = number("min-percent", v, fail, 0) end },
+  flag("leaks", "leaks", {
+    "Print the allocation contexts (call stacks) whose blocks were still live when the",
+    "profile was written, most live bytes first, with their live blocks per Lua type;",
+    "contexts that hold only raw memory (stacks, buffers) are summed in one line.",
+    "PATTERNs keep the stacks through matching functions.  docs/MEMORY.md." }),
+  { long = "stacks", arg = "N",
+    help = { "With --memory: print the N allocation contexts with the most allocated bytes",
+             "(--sort live: live bytes), each as its stack, with allocations, bytes, frees,",
+             "live blocks and bytes, smallest and largest size, types and lifetimes." },
+    set = function(o, v, fail)
+      local n = number("stacks", v, fail, 1)
+      if n % 1 ~= 0 then fail("option --stacks: '" .. v .. "' is not a whole number") end
+      settings(o).stacks = n
+    end },
+  flag("memory-types", "types", {
+    "Print, per function, the allocations, frees and live blocks of each Lua type",
+    "(string, table, function, userdata, thread, upvalue, proto, raw) and the",
+    "lifetimes of the blocks freed (average, shortest, longest)." }),
+  flag("summary", "summary", {
+    "Print each FILE's memory summary without reading its call tree: the memory",
+    "charged to its contexts and the allocator's state when it was written (free,",
+    "Lua types, kmemstat)." }),
+  flag("memory-series", "series", {
+    "Print one row per FILE, in the order given, with the allocator's numbers when",
+    "each was written (Lua's bytes, live blocks, held, mapped, peak, live bytes",
+    "charged to contexts) and the growth since the one before: memory over time",
+    "from dumps taken one after another.  With --export svg, a line chart." }),
   { long = "focus", arg = "PATTERN",
     help = { "With --tree or --export: keep only the call paths through a function matching",
              "PATTERN, as pprof's -focus (a PATTERN operand does the same).  Repeatable: a",
@@ -95,7 +129,8 @@ M.OPTIONS = {
 --- True when the command line asks for an export, the tree or a diff.
 function M.wanted(o)
   local x = o.exports
-  return x ~= nil and (x.format ~= nil or x.tree or x.base ~= nil)
+  return x ~= nil and (x.format ~= nil or x.tree or x.base ~= nil or x.leaks or x.stacks ~= nil
+    or x.types or x.summary or x.series)
 end
 
 -- An error of the export layer as one line without its module prefix.
@@ -113,6 +148,7 @@ local function refused(o, allowed)
     { "--weight", x.weight ~= nil, "weight" }, { "--icicle", x.icicle, "svg" },
     { "--title", x.title ~= nil, "svg" }, { "--depth", x.depth ~= nil, "tree" },
     { "--min-percent", x.min_percent ~= nil, "tree" }, { "-i", o.interactive },
+    { "--stacks", x.stacks ~= nil and not x.leaks and not x.types, "stacks" },
     { "--focus", x.focus ~= nil, "paths" }, { "--hide", x.hide ~= nil, "paths" },
   }
   local bad = {}
@@ -132,12 +168,26 @@ function M.cli_exports(o, fail)
   local files = o.files
   if #files == 0 then fail("no dump file given (see cprof-stats --help)") end
   local modes = {}
-  if x.format then modes[#modes + 1] = "--export" end
+  if x.format and not x.series then modes[#modes + 1] = "--export" end
   if x.tree then modes[#modes + 1] = "--tree" end
   if x.base and not x.format then modes[#modes + 1] = "--diff" end
+  if x.leaks then modes[#modes + 1] = "--leaks" end
+  if x.stacks and not x.leaks and not x.types then modes[#modes + 1] = "--stacks" end
+  if x.types then modes[#modes + 1] = "--memory-types" end
+  if x.summary then modes[#modes + 1] = "--summary" end
+  if x.series then modes[#modes + 1] = "--memory-series" end
   if #modes > 1 then fail("options " .. concat(modes, " and ") .. " do not go together") end
+  if x.stacks and not o.views.memory then fail("option --stacks goes with --memory") end
+  local memctx = x.leaks or x.types or x.stacks
   local allowed
-  if x.tree then
+  if x.summary or x.series then
+    if x.series and x.format and x.format ~= "svg" then
+      fail("option --memory-series draws --export svg only, not " .. x.format)
+    end
+    allowed = {}
+  elseif memctx then
+    allowed = { memory = x.stacks ~= nil, sort = x.stacks ~= nil, stacks = true }
+  elseif x.tree then
     allowed = { memory = true, tree = true, paths = true }
   elseif x.format then
     allowed = { weight = true, svg = x.format == "svg", paths = true }
@@ -157,10 +207,34 @@ function M.cli_exports(o, fail)
     local ok, err = pcall(require("cprof.dump").check_file, f)
     if not ok then fail(plain(err)) end
   end
+  for _, key in ipairs(memctx and o.sort or {}) do
+    if key ~= "live" and key ~= "alloc" then fail("option --sort: with --stacks, alloc or live") end
+  end
   local out = x.output or io.stdout
 
   local ok, err = pcall(function()
-    if x.format then
+    if x.summary or x.series then
+      local summary = require("cprof.report.summary")
+      local list = {}
+      for i, f in ipairs(files) do list[i] = summary.read(f) end
+      export.output(out, false, function(sink)
+        if x.summary then
+          for _, s in ipairs(list) do summary.print(s, sink) end
+        elseif x.format then
+          summary.series_svg(list, sink)
+        else
+          summary.series(list, sink)
+        end
+      end)
+    elseif memctx then
+      local m = export.model(files)
+      export.output(out, false, function(sink)
+        local report = require("cprof.report.memctx")
+        local opts = { patterns = patterns, title = concat(files, " + "), count = x.stacks,
+                       by = o.sort[#o.sort] }
+        report[x.leaks and "leaks" or x.types and "types" or "stacks"](m, sink, opts)
+      end)
+    elseif x.format then
       export.export(x.format, files, out, { weight = x.weight, patterns = patterns, base = x.base,
         icicle = x.icicle, title = x.title, focus = x.focus, hide = x.hide })
     elseif x.tree then

@@ -86,7 +86,8 @@ local function hex(n) return format("0x%x", n) end
 function M.arena_stats(w, s)
   for _, a in ipairs(s.arenas) do
     w("Arena: ", a.name, "\n--------------\n")
-    w(format("\tquantum: %d, qcache_max: 0\n", a.quantum))
+    local qmax = a.qcache_max or 0  -- a snapshot from before quantum caches has none
+    w(format("\tquantum: %d, qcache_max: %d\n", a.quantum, qmax))
     w("\tsource: ", a.source, "\n")
     local lists = {}
     for i in pairs(a.free_lists) do lists[#lists + 1] = i end
@@ -105,6 +106,10 @@ function M.arena_stats(w, s)
              a.allocs, a.frees, a.imports, a.releases, a.import_failures))
     w(format("\t\tPeak total segs %d, empty spans kept %d, btag metadata %d\n", a.peak_total,
              a.nr_empty, a.meta))
+    if qmax > 0 then
+      w(format("\t\tQuantum caches: %d segs of %d bytes held, allocs %d, frees %d\n", a.qcached,
+               a.qcached_bytes, a.qcache_allocs, a.qcache_frees))
+    end
     w("\tImporting Arenas:\n\t-----------------\n")
     for _, kid in ipairs(s.arenas) do
       if kid.source == a.name then w("\t\t", kid.name, "\n") end

@@ -1,0 +1,235 @@
+--- cprof.report.memctx: memory by allocation context (a call-tree node: the call stack that
+--- allocated), from the memory columns of a dump's nodes (docs/MEMORY.md, "Contexts").
+--
+--   memctx.leaks(m, out, opts)    contexts with blocks still live when the profile was taken
+--   memctx.stacks(m, out, opts)   the opts.count contexts with the most bytes (opts.by "live":
+--                                 live bytes), each printed as its stack
+--   memctx.types(m, out, opts)    per function: allocations, frees and live blocks per Lua type,
+--                                 and the lifetimes of the blocks freed
+--
+-- `m` is a cprof.export.model of the profile; `out` writes one string.  The lifetimes and the
+-- counts per type are in dumps written since they were added (node columns life_*, <type>_allocs,
+-- <type>_frees); older dumps give the other numbers and say so.
+
+local pyfmt = require("cprof.pyfmt")
+
+local M = {}
+
+local ipairs, sformat, concat, sort = ipairs, string.format, table.concat, table.sort
+local int_str, rjust = pyfmt.int_str, pyfmt.rjust
+
+--- The Lua types of the per-type columns, in the allocator's order.
+M.TYPES = { "raw", "string", "table", "function", "userdata", "thread", "upvalue", "proto", "other" }
+
+local function has_types(N)
+  return type(N.raw_allocs) == "table"
+end
+
+-- Live blocks of each type at node k, as "function 10000, upvalue 10000" (largest first), and
+-- whether any of them is an object (not raw memory).
+local function live_types(N, k)
+  local parts, objects = {}, false
+  for _, t in ipairs(M.TYPES) do
+    local live = N[t .. "_allocs"][k] - N[t .. "_frees"][k]
+    if live > 0 then
+      parts[#parts + 1] = { t, live }
+      objects = objects or t ~= "raw"
+    end
+  end
+  sort(parts, function(a, b) return a[2] > b[2] or (a[2] == b[2] and a[1] < b[1]) end)
+  for i, p in ipairs(parts) do parts[i] = p[1] .. " " .. int_str(p[2]) end
+  return concat(parts, ", "), objects
+end
+
+-- The stack of node k, innermost first, one frame a line.
+local function stack_lines(m, k, out)
+  local first = true
+  while k ~= 0 do
+    out((first and "      " or "      <- ") .. m:label(m.frame[k]) .. "\n")
+    first = false
+    k = m.parent[k]
+  end
+end
+
+-- keep[k] ~= 0 for the nodes whose stack goes through a function matching one of `patterns`
+-- (all of them without patterns), as the exports restrict.
+local function kept(m, patterns)
+  local ones = {}
+  for k = 1, m.n do ones[k] = 1 end
+  return m:restrict(ones, patterns)
+end
+
+local function need_memory(m)
+  if not m:has_memory() then
+    error("cprof.report: the profile has no memory numbers (make it with cprof's allocator"
+      .. " installed: CPROF_MEMORY=1 with cprof.auto)", 0)
+  end
+  if m.n == 0 then
+    error("cprof.report: the profile has no call tree (the memory of allocation contexts is"
+      .. " kept in a dump's nodes)", 0)
+  end
+end
+
+local function live_count(N, k) return N.alloc_count[k] - N.free_count[k] end
+local function live_bytes(N, k) return N.alloc_bytes[k] - N.free_bytes[k] end
+
+--- cprof-stats --leaks: every context still holding blocks, most live bytes first.  A context
+--- that holds only raw memory (no object: a stack, the string table, a buffer it grew) is not
+--- a leak of its own and is counted in one line at the end; dumps without the per-type
+--- columns list every context.
+function M.leaks(m, out, opts)
+  need_memory(m)
+  local N = m.N
+  local typed = has_types(N)
+  local rows, raw_only, raw_bytes = {}, 0, 0
+  local keep = kept(m, opts.patterns)
+  for k = 1, m.n do
+    if live_count(N, k) > 0 and keep[k] ~= 0 then
+      local types, objects = "", true
+      if typed then types, objects = live_types(N, k) end
+      if objects then
+        rows[#rows + 1] = { k = k, types = types }
+      else
+        raw_only = raw_only + 1
+        raw_bytes = raw_bytes + live_bytes(N, k)
+      end
+    end
+  end
+  sort(rows, function(a, b)
+    local x, y = live_bytes(N, a.k), live_bytes(N, b.k)
+    if x ~= y then return x > y end
+    return a.k < b.k
+  end)
+  out(sformat("Leaks in %s: blocks still live when the profile was written, by allocation"
+    .. " context\n\n", opts.title))
+  if #rows == 0 then out("   no context holds live objects\n") end
+  for _, r in ipairs(rows) do
+    local k = r.k
+    out(sformat("%12s live blocks %14s live bytes   (%s allocations, %s frees)\n",
+      int_str(live_count(N, k)), int_str(live_bytes(N, k)), int_str(N.alloc_count[k]),
+      int_str(N.free_count[k])))
+    if r.types ~= "" then out("      live: " .. r.types .. "\n") end
+    stack_lines(m, k, out)
+    out("\n")
+  end
+  if raw_only > 0 then
+    out(sformat("   and %d context%s holding only raw memory (no object: stacks, the string"
+      .. " table, buffers): %s bytes\n", raw_only, raw_only == 1 and "" or "s", int_str(raw_bytes)))
+  end
+  if not typed then
+    out("   (this dump has no counts per Lua type: every context with live blocks is listed)\n")
+  end
+end
+
+-- Lifetimes of node k as "avg A, min B, max C" in seconds, or nil when nothing was freed or
+-- the dump has no lifetimes.
+local function lifetimes(N, k)
+  local frees = N.free_count[k]
+  if type(N.life_total) ~= "table" or frees == 0 then return nil end
+  return sformat("lifetime avg %.6g, min %.6g, max %.6g s", N.life_total[k] / frees,
+    N.life_min[k], N.life_max[k])
+end
+
+local function alloc_types(N, k)
+  local parts = {}
+  for _, t in ipairs(M.TYPES) do
+    local a = N[t .. "_allocs"][k]
+    if a > 0 then parts[#parts + 1] = t .. " " .. int_str(a) end
+  end
+  return concat(parts, ", ")
+end
+
+--- cprof-stats --memory --stacks N: the N contexts with the most allocated bytes (opts.by ==
+--- "live": live bytes), each with its numbers and its stack.
+function M.stacks(m, out, opts)
+  need_memory(m)
+  local N = m.N
+  local key = opts.by == "live" and live_bytes or function(_, k) return N.alloc_bytes[k] end
+  local ks, keep = {}, kept(m, opts.patterns)
+  for k = 1, m.n do
+    if N.alloc_count[k] > 0 and keep[k] ~= 0 then ks[#ks + 1] = k end
+  end
+  sort(ks, function(a, b)
+    local x, y = key(N, a), key(N, b)
+    if x ~= y then return x > y end
+    return a < b
+  end)
+  out(sformat("Allocation contexts of %s: %d of %d, by %s\n\n", opts.title,
+    math.min(opts.count, #ks), #ks, opts.by == "live" and "live bytes" or "allocated bytes"))
+  out(rjust("allocs", 9) .. " " .. rjust("bytes", 12) .. " " .. rjust("frees", 9) .. " "
+    .. rjust("live", 9) .. " " .. rjust("live bytes", 12) .. " " .. rjust("min", 8) .. " "
+    .. rjust("max", 8) .. "\n")
+  for i = 1, math.min(opts.count, #ks) do
+    local k = ks[i]
+    out(rjust(int_str(N.alloc_count[k]), 9) .. " " .. rjust(int_str(N.alloc_bytes[k]), 12) .. " "
+      .. rjust(int_str(N.free_count[k]), 9) .. " " .. rjust(int_str(live_count(N, k)), 9) .. " "
+      .. rjust(int_str(live_bytes(N, k)), 12) .. " " .. rjust(int_str(N.min_size[k]), 8) .. " "
+      .. rjust(int_str(N.max_size[k]), 8) .. "\n")
+    if has_types(N) then out("      allocated: " .. alloc_types(N, k) .. "\n") end
+    local life = lifetimes(N, k)
+    if life then out("      " .. life .. "\n") end
+    stack_lines(m, k, out)
+    out("\n")
+  end
+end
+
+--- cprof-stats --memory-types: per function (its contexts summed), the allocations, frees and
+--- live blocks of each Lua type, and the lifetimes of the blocks freed, most allocations first.
+function M.types(m, out, opts)
+  need_memory(m)
+  local N = m.N
+  if not has_types(N) then
+    error("cprof.report: option --memory-types: this dump has no counts per Lua type (written"
+      .. " by a cprof before they were added)", 0)
+  end
+  local per, order, keep = {}, {}, kept(m, opts.patterns)
+  for k = 1, m.n do
+    local f = m.frame[k]
+    if N.alloc_count[k] > 0 and keep[k] ~= 0 then
+      local r = per[f]
+      if not r then
+        r = { f = f, allocs = 0, frees = 0, life = 0, min = math.huge, max = 0, t = {} }
+        for _, t in ipairs(M.TYPES) do r.t[t] = { 0, 0 } end
+        per[f] = r
+        order[#order + 1] = r
+      end
+      r.allocs = r.allocs + N.alloc_count[k]
+      r.frees = r.frees + N.free_count[k]
+      if N.free_count[k] > 0 then
+        r.life = r.life + N.life_total[k]
+        if N.life_min[k] < r.min then r.min = N.life_min[k] end
+        if N.life_max[k] > r.max then r.max = N.life_max[k] end
+      end
+      for _, t in ipairs(M.TYPES) do
+        r.t[t][1] = r.t[t][1] + N[t .. "_allocs"][k]
+        r.t[t][2] = r.t[t][2] + N[t .. "_frees"][k]
+      end
+    end
+  end
+  sort(order, function(a, b)
+    if a.allocs ~= b.allocs then return a.allocs > b.allocs end
+    return a.f < b.f
+  end)
+  out(sformat("Lua types allocated per function in %s (lifetimes of the blocks freed, in"
+    .. " seconds)\n\n", opts.title))
+  out(rjust("allocs", 9) .. " " .. rjust("frees", 9) .. " " .. rjust("live", 9) .. "  "
+    .. sformat("%-9s", "type") .. " " .. rjust("life avg", 10) .. " " .. rjust("life min", 10) .. " "
+    .. rjust("life max", 10) .. "  function\n")
+  local function row(a, f, typename, life)
+    return rjust(int_str(a), 9) .. " " .. rjust(int_str(f), 9) .. " " .. rjust(int_str(a - f), 9)
+      .. "  " .. sformat("%-9s", typename) .. " " .. life
+  end
+  for _, r in ipairs(order) do
+    local life = r.frees > 0 and (rjust(sformat("%.6g", r.life / r.frees), 10) .. " "
+      .. rjust(sformat("%.6g", r.min), 10) .. " " .. rjust(sformat("%.6g", r.max), 10))
+      or string.rep(" ", 32)
+    out(row(r.allocs, r.frees, "(all)", life) .. "  " .. m:label(r.f) .. "\n")
+    for _, t in ipairs(M.TYPES) do
+      local c = r.t[t]
+      if c[1] > 0 then out((row(c[1], c[2], t, ""):gsub("%s+$", "")) .. "\n") end
+    end
+  end
+  out("\n")
+end
+
+return M
