@@ -263,8 +263,6 @@ static uint32_t c_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *p
   return e;
 }
 
-/* The entry of a Lua function whose "S" information `ar` holds, chunk name held by object `src`
-   (kept alive when `kept`), made on first sight. */
 /* The chunk of the function whose "S" information `ar` holds, its name held by object `src`
    (kept alive when `kept`), made on first sight. */
 static uint32_t chunk_of(FuncTable *F, lua_Debug *ar, const void *src, int kept) {
@@ -273,6 +271,8 @@ static uint32_t chunk_of(FuncTable *F, lua_Debug *ar, const void *src, int kept)
   return c != IDX_NONE ? c : fn_chunk(F, src, (uint8_t)!kept, ar->source, len, file_of(ar));
 }
 
+/* The entry of a Lua function whose "S" information `ar` holds, chunk name held by object `src`
+   (kept alive when `kept`), made on first sight. */
 static uint32_t lua_entry(FuncTable *F, lua_State *L, lua_Debug *ar, const void *src,
                           int kept) {
   uint32_t c = chunk_of(F, ar, src, kept);
