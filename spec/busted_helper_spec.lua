@@ -5,11 +5,7 @@ local cprof = require "cprof"
 
 local ROOT = S.absolute(S.ROOT)
 
-local function env()
-  local build = S.jit and "luajit" or "lua5.4"
-  return ("env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 -u CPROF_OUT LUA_PATH=%s LUA_CPATH=%s"):format(
-    S.q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"), S.q(ROOT .. "/build/" .. build .. "/?.so;;"))
-end
+local function env() return "env -u CPROF_OUT " .. S.child_env() end
 
 -- Two spec files: one with a spec that does far more work than the others.
 local SLOW = [[

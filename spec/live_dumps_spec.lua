@@ -6,13 +6,7 @@ local cprof = require "cprof"
 
 local ROOT = S.absolute(S.ROOT)
 
--- The environment of a child running this checkout's cprof.
-local function child_env(extra)
-  local build = S.jit and "luajit" or "lua5.4"
-  return ("env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH=%s LUA_CPATH=%s %s"):format(
-    S.q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"),
-    S.q(ROOT .. "/build/" .. build .. "/?.so;;"), extra)
-end
+local child_env = S.child_env
 
 -- Waits (polling, at most about 20 s) until `path` exists; returns whether it does.
 local function wait_for(path)

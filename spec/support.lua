@@ -149,6 +149,16 @@ end
 
 --- The environment for lua5.4 running bin/cprof-stats of the repository at `root` ("" or
 --- "env ... "), or nil and why not: under LuaJIT it needs the lua5.4 build of cprof.core.
+-- `env ...` for a child process that runs this checkout's cprof under the suite's interpreter:
+-- its Lua modules, and the C module the suite itself loaded (so an ASan suite's children run
+-- the instrumented build), whatever LUA_*_5_4 the caller's shell has; then `extra`.
+function support.child_env(extra)
+  local root = support.absolute(support.ROOT)
+  return ("env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH=%s LUA_CPATH=%s %s"):format(
+    support.q(root .. "/lua/?.lua;" .. root .. "/lua/?/init.lua;;"), support.q(package.cpath),
+    extra or "")
+end
+
 function support.lua54_env(root)
   if support.jit then
     local so = root .. "/build/lua5.4/cprof/core.so"
