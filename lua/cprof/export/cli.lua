@@ -32,6 +32,15 @@ local function number(name, v, fail, min)
   return n
 end
 
+-- An option whose value is a whole number of at least 1, kept as settings(o)[key].
+local function count(name, key)
+  return function(o, v, fail)
+    local n = number(name, v, fail, 1)
+    if n % 1 ~= 0 then fail("option --" .. name .. ": '" .. v .. "' is not a whole number") end
+    settings(o)[key] = n
+  end
+end
+
 -- An option without a value that sets settings(o)[key].
 local function flag(long, key, help)
   return { long = long, help = help, set = function(o) settings(o)[key] = true end }
@@ -70,11 +79,7 @@ M.OPTIONS = {
     set = function(o) settings(o).tree = true end },
   { long = "depth", arg = "N",
     help = { "With --tree: print at most N levels." },
-    set = function(o, v, fail)
-      local n = number("depth", v, fail, 1)
-      if n % 1 ~= 0 then fail("option --depth: '" .. v .. "' is not a whole number") end
-      settings(o).depth = n
-    end },
+    set = count("depth", "depth") },
   { long = "min-percent", arg = "P",
     help = { "With --tree: leave out the call paths under P percent of the total time",
              "(default 0.5; 0 prints every path)." },
@@ -88,11 +93,7 @@ M.OPTIONS = {
     help = { "With --memory: print the N allocation contexts with the most allocated bytes",
              "(--sort live: live bytes), each as its stack, with allocations, bytes, frees,",
              "live blocks and bytes, smallest and largest size, types and lifetimes." },
-    set = function(o, v, fail)
-      local n = number("stacks", v, fail, 1)
-      if n % 1 ~= 0 then fail("option --stacks: '" .. v .. "' is not a whole number") end
-      settings(o).stacks = n
-    end },
+    set = count("stacks", "stacks") },
   flag("memory-types", "types", {
     "Print, per function, the allocations, frees and live blocks of each Lua type",
     "(string, table, function, userdata, thread, upvalue, proto, raw) and the",
