@@ -2,16 +2,17 @@
 -- filters (`exclude`, `builtins = false`) cost or save, next to the plain profile.
 --
 --   eval "$(make -s env)"; lua5.4 bench/lines.lua [--quick] [--reps=9] [--n=24]
---        [--callgrind-n=16] [--no-callgrind] [--only=lines,exclude,builtins]
+--        [--callgrind-n=16] [--no-callgrind] [--only=lines,exclude,builtins,...]
 --
--- Three groups, each a workload timed in its modes interleaved within one process (each round
--- in a rotated order), fresh profile per run, setup outside the timing:
+-- Groups of a workload and its modes, the modes timed interleaved within one process (each
+-- round in a rotated order), a fresh profile per run, setup outside the timing:
 --
---   lines     fib(n), n/3 method calls and calls of a small loop `f`: base, cprof,
---             lines = true, lines = {f}
---   exclude   app functions calling library functions loaded from a chunk of their own
---             name (half the calls): base, cprof, exclude = that file
---   builtins  a Lua function calling four C functions: base, cprof, builtins = false
+--   lines       fib(n), method calls and calls of a small loop `f` (5-7% of the time): base,
+--               cprof, lines = true, lines = {f}
+--   exclude     5 Lua calls an iteration, 2 of them in a library loaded as a chunk of its own
+--   exclude-2   name: base, cprof, exclude = that file; two shapes of the same calls
+--   builtins    a Lua function calling 4 C functions an iteration: base, cprof,
+--   builtins-2  builtins = false; 4 different ones, or 2 twice
 --
 -- Per mode, the median over the rounds of the round's ratio to base and to cprof, with the
 -- interquartile range; then valgrind's instruction counts, a child interpreter per mode at the
@@ -23,17 +24,20 @@ local W = assert(loadfile(script_dir .. "/lib/workloads.lua"))(script_dir)
 
 local usage = W.usage("lines.lua", [[
 usage: lua bench/lines.lua [options]
-  --quick            3 rounds at n = 20, one callgrind process per count (~15 s)
+  --quick            3 rounds at n = 20, callgrind at n = 14, one process per count (~35 s)
   --reps=N           interleaved rounds of every mode (9)
   --n=N              size: fib(N), and as many calls in the other groups (24)
   --callgrind-n=N    the size of the instruction counts (16)
   --no-callgrind     skip the instruction counts
-  --only=a,b         groups: lines,exclude,builtins (all)
+  --only=a,b         groups: lines,exclude,exclude-2,builtins,builtins-2 (all)
+  --child=GROUP/MODE one run of that mode at --n, for the instruction counts
 ]])
 local opts = W.options(arg, {
   reps = "number", n = "number", ["callgrind-n"] = "number", ["no-callgrind"] = "flag",
   only = "set", quick = "flag", child = "string",
 }, { reps = 9, n = 24, ["callgrind-n"] = 16 }, { reps = 3, n = 20, ["callgrind-n"] = 14 }, usage)
+opts.n = math.max(1, math.floor(opts.n))
+opts["callgrind-n"] = math.max(2, math.floor(opts["callgrind-n"]))
 
 local cprof = require "cprof"
 local jit = rawget(_G, "jit")
@@ -77,6 +81,19 @@ local function program(n)
   return function() return fib(n) + steps() + fs() end
 end
 
+-- fib's calls / 5 iterations of body(i), which makes 5 calls with its own: as many calls as
+-- the lines group's fib.
+local function loop(body)
+  return function(n)
+    local iterations = math.floor(fib_calls(n) / 5)
+    return function()
+      local s = 0
+      for i = 1, iterations do s = s + body(i) end
+      return s
+    end
+  end
+end
+
 -- A library in a file of its own name, which the exclude mode leaves out.
 local LIB_FILE = "vendor/lib.lua"
 local lib = assert((loadstring or load)([[
@@ -86,35 +103,34 @@ function M.step(i) return M.leaf(i) + i % 5 end
 return M
 ]], "@" .. LIB_FILE))()
 
+-- Each node of the call tree caches the links of its last 2 callees (src/tables/calltree.h), and
+-- a left-out function's callees are its caller's: so the two shapes of the same 5 calls, 2 of
+-- them the library's (no tail call: a tail-called function counts as its caller's caller's
+-- callee).  In `flat` app_step's calls, once lib.step is left out, go to 3 functions
+-- and miss that cache; in `paired` no recorded function calls more than 2.
 local function app_leaf(i) return i % 11 end
 local function app_step(i) return app_leaf(i) + lib.step(i) end
+local function app_lib(i) return (lib.step(i)) end
+local flat = loop(function(i) return (app_step(i)) end)
+local paired = loop(function(i) return app_leaf(i) + app_lib(i) end)
 
--- Per iteration: app_step, app_leaf, lib.step, lib.leaf, half of them the library's.
-local function split(n)
-  local iterations = math.floor(fib_calls(n) / 4)
-  return function()
-    local s = 0
-    for i = 1, iterations do s = s + app_step(i) end
-    return s
-  end
-end
-
+-- A Lua function and 4 calls of C functions: 4 different ones (more than the cache holds,
+-- recorded or not), or 2 different ones twice.
 local byte, floor, abs, len = string.byte, math.floor, math.abs, string.len
 local TEXT = "abcdefghijklmnop"
-local function ccall_step(i) return byte(TEXT, i % 16 + 1) + floor(i / 3) + abs(50 - i) + len(TEXT) end
+local c4 = loop(function(i) return byte(TEXT, i % 16 + 1) + floor(i / 3) + abs(50 - i) + len(TEXT) end)
+local c2 = loop(function(i) return byte(TEXT, i % 16 + 1) + floor(i / 3) + byte(TEXT, i % 8 + 1)
+  + floor(i / 5) end)
 
--- Per iteration: ccall_step and four C functions.
-local function ccalls(n)
-  local iterations = math.floor(fib_calls(n) / 5)
-  return function()
-    local s = 0
-    for i = 1, iterations do s = s + ccall_step(i) end
-    return s
-  end
-end
-
--- Each mode makes its profile (nil: none); `vs` is the mode the ratios are also taken to.
 local function plain() return cprof.Profile() end
+local function filter_modes(name, opt)
+  return {
+    { name = "base" },
+    { name = "cprof", make = plain },
+    { name = name, make = function() return cprof.Profile(opt) end },
+  }
+end
+-- Each mode makes its profile (none for base); `lines` says which line events a mode records.
 local GROUPS = {
   {
     name = "lines", work = program,
@@ -123,27 +139,29 @@ local GROUPS = {
     modes = {
       { name = "base" },
       { name = "cprof", make = plain },
-      { name = "lines=true", make = function() return cprof.Profile({ lines = true }) end },
-      { name = "lines={f}", make = function() return cprof.Profile({ lines = { f } }) end },
+      { name = "lines=true", lines = "all", make = function() return cprof.Profile({ lines = true }) end },
+      { name = "lines={f}", lines = "f", make = function() return cprof.Profile({ lines = { f } }) end },
     },
   },
   {
-    name = "exclude", work = split,
-    what = "fib's calls / 4 iterations of 4 Lua calls, 2 of them in " .. LIB_FILE,
-    modes = {
-      { name = "base" },
-      { name = "cprof", make = plain },
-      { name = "exclude", make = function() return cprof.Profile({ exclude = "^vendor/" }) end },
-    },
+    name = "exclude", work = flat,
+    what = "5 Lua calls an iteration, 2 in " .. LIB_FILE .. "; app_step calls app_leaf and lib.step",
+    modes = filter_modes("exclude", { exclude = "^vendor/" }),
   },
   {
-    name = "builtins", work = ccalls,
-    what = "fib's calls / 5 iterations of 1 Lua and 4 C calls",
-    modes = {
-      { name = "base" },
-      { name = "cprof", make = plain },
-      { name = "builtins=false", make = function() return cprof.Profile({ builtins = false }) end },
-    },
+    name = "exclude-2", work = paired,
+    what = "the same calls, the loop's body calls app_leaf and app_lib, app_lib calls lib.step",
+    modes = filter_modes("exclude", { exclude = "^vendor/" }),
+  },
+  {
+    name = "builtins", work = c4,
+    what = "a Lua function calling 4 different C functions an iteration",
+    modes = filter_modes("builtins=false", { builtins = false }),
+  },
+  {
+    name = "builtins-2", work = c2,
+    what = "a Lua function calling 2 different C functions twice an iteration",
+    modes = filter_modes("builtins=false", { builtins = false }),
   },
 }
 
@@ -282,16 +300,24 @@ local function callgrind()
   end
   print(string.format("Instruction counts (valgrind --tool=callgrind): n = %d minus n = 1, a child"
     .. " interpreter per mode, median of %d processes", n, procs))
-  local fmt = "  %-9s %-15s %12s %8s %8s"
-  print(string.format(fmt, "group", "mode", "Ir", "/base", "/cprof"))
+  local all_n, f_n = line_events(n)
+  local all_1, f_1 = line_events(1)
+  local recorded = { all = all_n - all_1, f = f_n - f_1 }
+  local fmt = "  %-10s %-15s %12s %8s %8s %14s"
+  print(string.format(fmt, "group", "mode", "Ir", "/base", "/cprof", "+Ir/line event"))
   for _, g in ipairs(selected) do
     local ir = {}
     for _, m in ipairs(g.modes) do ir[m.name] = count(g, m, n) - count(g, m, 1) end
     for _, m in ipairs(g.modes) do
       print(string.format(fmt, g.name, m.name, ir[m.name], string.format("%.2f", ir[m.name] / ir.base),
-        string.format("%.2f", ir[m.name] / ir.cprof)))
+        string.format("%.2f", ir[m.name] / ir.cprof),
+        m.lines and string.format("%.0f", (ir[m.name] - ir.cprof) / recorded[m.lines]) or ""))
     end
     io.stdout:flush()
+  end
+  if selected[1].name == "lines" then
+    print(string.format("  +Ir/line event: over cprof, per line event the mode records (%d in all,"
+      .. " %d in f)", recorded.all, recorded.f))
   end
 end
 
