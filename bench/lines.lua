@@ -66,32 +66,25 @@ local F_EVERY = 64        -- one call of f per this many calls of fib
 
 local methods = W.workloads[2]
 
--- The calls of f in a program of size n, alone: f's share of the program.
-local function f_part(n)
-  local fcalls = math.floor(fib_calls(n) / F_EVERY)
-  return function()
-    local s = 0
-    for _ = 1, fcalls do s = s + f(F_ITERATIONS) end
-    return s
+-- fib's calls / `every` iterations of body(k or i): at size n, as many calls of body as fib(n)
+-- makes, over `every`.
+local function loop(every, body, k)
+  return function(n)
+    local iterations = math.floor(fib_calls(n) / every)
+    return function()
+      local s = 0
+      for i = 1, iterations do s = s + body(k or i) end
+      return s
+    end
   end
 end
+
+-- The calls of f in a program of size n, alone: f's share of the program.
+local f_part = loop(F_EVERY, f, F_ITERATIONS)
 
 local function program(n)
   local steps, fs = methods.make(math.floor(fib_calls(n) / 3)), f_part(n)
   return function() return fib(n) + steps() + fs() end
-end
-
--- fib's calls / 5 iterations of body(i), which makes 5 calls with its own: as many calls as
--- the lines group's fib.
-local function loop(body)
-  return function(n)
-    local iterations = math.floor(fib_calls(n) / 5)
-    return function()
-      local s = 0
-      for i = 1, iterations do s = s + body(i) end
-      return s
-    end
-  end
 end
 
 -- A library in a file of its own name, which the exclude mode leaves out.
@@ -103,6 +96,7 @@ function M.step(i) return M.leaf(i) + i % 5 end
 return M
 ]], "@" .. LIB_FILE))()
 
+-- 5 calls an iteration below (body(i) and 4 more): as many as fib(n) makes, in all.
 -- Each node of the call tree caches the links of its last 2 callees (src/tables/calltree.h), and
 -- a left-out function's callees are its caller's: so the two shapes of the same 5 calls, 2 of
 -- them the library's (no tail call: a tail-called function counts as its caller's caller's
@@ -111,15 +105,15 @@ return M
 local function app_leaf(i) return i % 11 end
 local function app_step(i) return app_leaf(i) + lib.step(i) end
 local function app_lib(i) return (lib.step(i)) end
-local flat = loop(function(i) return (app_step(i)) end)
-local paired = loop(function(i) return app_leaf(i) + app_lib(i) end)
+local flat = loop(5, function(i) return (app_step(i)) end)
+local paired = loop(5, function(i) return app_leaf(i) + app_lib(i) end)
 
 -- A Lua function and 4 calls of C functions: 4 different ones (more than the cache holds,
 -- recorded or not), or 2 different ones twice.
 local byte, floor, abs, len = string.byte, math.floor, math.abs, string.len
 local TEXT = "abcdefghijklmnop"
-local c4 = loop(function(i) return byte(TEXT, i % 16 + 1) + floor(i / 3) + abs(50 - i) + len(TEXT) end)
-local c2 = loop(function(i) return byte(TEXT, i % 16 + 1) + floor(i / 3) + byte(TEXT, i % 8 + 1)
+local c4 = loop(5, function(i) return byte(TEXT, i % 16 + 1) + floor(i / 3) + abs(50 - i) + len(TEXT) end)
+local c2 = loop(5, function(i) return byte(TEXT, i % 16 + 1) + floor(i / 3) + byte(TEXT, i % 8 + 1)
   + floor(i / 5) end)
 
 local function plain() return cprof.Profile() end
