@@ -427,18 +427,7 @@ if wall_clock then
   print_table("Wall time (monotonic clock), seconds, median of each mode", "wall")
 end
 
--- The quartiles of a list (linear interpolation).
-local function quartiles(list)
-  local t = {}
-  for i, v in ipairs(list) do t[i] = v end
-  table.sort(t)
-  local function q(p)
-    local x = 1 + (#t - 1) * p
-    local i = math.floor(x)
-    return t[i] + (t[math.min(i + 1, #t)] - t[i]) * (x - i)
-  end
-  return q(0.25), q(0.5), q(0.75)
-end
+local quartiles = W.quartiles
 
 -- Each round runs every mode once, next to each other: the ratio of a round's cprof time to the
 -- same round's empty time is free of the drift between rounds.
@@ -521,17 +510,7 @@ end
 -- fib(n)'s other calls, free of interpreter start-up and of noise.
 ---------------------------------------------------------------------------
 
-local function shell_quote(s)
-  return "'" .. string.gsub(s, "'", "'\\''") .. "'"
-end
-
-local function read_command(cmd)
-  local f = io.popen(cmd, "r")
-  if not f then return nil end
-  local out = f:read("*a")
-  f:close()
-  return out
-end
+local shell_quote, read_command = W.shell_quote, W.read_command
 
 local CHILD = [[
 local mode, name, size, bench_dir = arg[1], arg[2], tonumber(arg[3]), arg[4]

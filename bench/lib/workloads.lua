@@ -6,6 +6,7 @@
 --   W.median(list)   W.calibrate(w, measure, target)   W.pick(samples, limit)
 --   W.usage(script, text)   W.options(args, spec, defaults, quick, usage)
 --   W.first_line(err)   W.read_cost(p, n)   W.timers(cprof, all, only, usage, describe)
+--   W.quartiles(list)   W.shell_quote(s)   W.read_command(cmd)
 --
 -- A workload is a table:
 --   name, what      short name and a one-line description
@@ -266,6 +267,33 @@ function M.options(args, spec, defaults, quick, usage)
   for k, v in pairs(given) do opts[k] = v end
   opts.reps = math.max(1, math.floor(opts.reps))
   return opts
+end
+
+--- The quartiles of a list (linear interpolation): q1, median, q3.
+function M.quartiles(list)
+  local t = {}
+  for i, v in ipairs(list) do t[i] = v end
+  table.sort(t)
+  local function q(p)
+    local x = 1 + (#t - 1) * p
+    local i = math.floor(x)
+    return t[i] + (t[math.min(i + 1, #t)] - t[i]) * (x - i)
+  end
+  return q(0.25), q(0.5), q(0.75)
+end
+
+--- s as one word for the shell.
+function M.shell_quote(s)
+  return "'" .. string.gsub(s, "'", "'\\''") .. "'"
+end
+
+--- What the command `cmd` prints on stdout, or nil when it cannot be started.
+function M.read_command(cmd)
+  local f = io.popen(cmd, "r")
+  if not f then return nil end
+  local out = f:read("*a")
+  f:close()
+  return out
 end
 
 --- The first line of an error message.
