@@ -1,8 +1,9 @@
 --- cprof.calibrate: measuring the bias model (cprof.bias) on this machine, and keeping it.
 --
 -- Each kind of event has a workload made of it: a loop calling an empty Lua function
--- (lua_call), a C function (c_call), resuming a coroutine that yields (switch), a loop of line
--- events in a profile with lines on (line). A workload runs ROUNDS times unprofiled, timed with
+-- (lua_call), a C function (c_call), resuming a coroutine that yields (switch), calling a
+-- function made by coroutine.wrap whose body yields (wrap), a loop of line events in a profile
+-- with lines on (line). A workload runs ROUNDS times unprofiled, timed with
 -- the profile's timer, and as many times under a fresh profile of the same timer, the two
 -- interleaved (in alternating order) so that a busy moment of a shared machine hits both alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
@@ -37,7 +38,8 @@ local Z95 = 1.959964
 
 -- The workloads: the same loop shape for every kind, so they differ by the events alone.
 local nop_c = core.hooked -- a cheap C function, not one of cprof's methods (which no hook sees)
-local resume, yield, create = coroutine.resume, coroutine.yield, coroutine.create
+local resume, yield, create, wrap = coroutine.resume, coroutine.yield, coroutine.create,
+                                    coroutine.wrap
 local function yielder(m) for _ = 1, m do yield() end end
 
 local function nop() end
@@ -50,6 +52,10 @@ local WORK = {
   switch = function(m)
     local co = create(yielder)
     for _ = 0, m do resume(co, m) end
+  end,
+  wrap = function(m)
+    local step = wrap(yielder)
+    for _ = 0, m do step(m) end
   end,
   line = function(m)
     local x = 0
@@ -163,7 +169,7 @@ local function lower_quartile(t)
 end
 
 --- measure(p, n): the model of profile p's timer, each kind measured over about n calls in each
---- of BLOCKS blocks: { lua_call, c_call, switch, line = seconds, err = { kind = seconds },
+--- of BLOCKS blocks: { lua_call, c_call, switch, wrap, line = seconds, err = { kind = seconds },
 --- confidence = 0.95 }: per kind, the lower quartile of the blocks' estimates, with the median of
 --- their uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
 --- built-in that calls no hook) is 0 with no uncertainty.

@@ -91,6 +91,24 @@ static inline cprof_ticks clock_at(Clock *c, cprof_ticks in) {
   return now;
 }
 
+/* The timer at the end of a measured hook. The time-stamp counter is read when the instruction
+   issues, which may be before the hook's last instructions have run: an end read so early made
+   every measured hook seem shorter, by how much depending on what the hook did last, and left
+   12-15 ns per Lua call outside cprof's clock, more after some hooks than after others, so
+   that no constant per kind of event fitted (bench/README.md, "Accuracy"). LFENCE waits for
+   them, on the measured events only: the start of every hook is read the same early way. */
+static inline cprof_ticks clock_read_end(const Clock *c) {
+#if CLOCK_HAVE_TSC
+  if (c->tsc) {
+#ifdef __SSE2__
+    _mm_lfence();
+#endif
+    return (cprof_ticks)__rdtsc();
+  }
+#endif
+  return c->timer.read(c->timer.ud);
+}
+
 /* The hook that started at `in` ends: its time is kept off the clock. Most events are charged
    the running estimate of their kind (an event in another thread than the last one is of kind
    HOOK_SWITCH); slow ones (that met something new), one in 64 on average and the first 256 are
@@ -101,7 +119,7 @@ static inline cprof_ticks clock_at(Clock *c, cprof_ticks in) {
    keep whatever the first events gave (bench/README.md, "Accuracy"). */
 static inline void clock_stop(Clock *c, cprof_ticks in, int kind, int slow) {
   if (slow || c->countdown-- == 0) {
-    int64_t d = (int64_t)(clock_read(c) - in) << CLOCK_FRAC;
+    int64_t d = (int64_t)(clock_read_end(c) - in) << CLOCK_FRAC;
     c->hook_ticks += d;
     if (!slow) {
       c->estimate[kind] += (d - c->estimate[kind]) / 8;
