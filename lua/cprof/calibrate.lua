@@ -13,7 +13,8 @@
 -- before account for (the profiles' own counts of each kind, cprof.bias.counts), divided by the
 -- count of the workload's kind, is that kind's bias; its uncertainty is half the interval's
 -- width, plus what the kinds before it contribute. All of this is done in BLOCKS blocks, each
--- kind taking the lower quartile of its blocks' estimates.
+-- kind taking the lower quartile of its blocks' estimates, the kinds before it subtracted at
+-- their final values.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -121,33 +122,18 @@ local function sample(clock, q, work, m)
   return prof, plain, counts
 end
 
--- One block: every kind measured once, each on a fresh profile; the kinds measured before
--- account for their events in the workloads after them.
+-- One block: every kind measured once, each on a fresh profile: per kind, the shift with its
+-- interval and the counts of every kind in the workload.
 local function block(p, m)
-  local model = { err = {} }
+  local out = {}
   for _, kind in ipairs(bias.KINDS) do
     local q = p:sibling(kind == "line")
     q:bias(0)
     local prof, plain, counts = sample(p, q, WORK[kind], m)
-    local count = counts[kind]
-    if count > 0 then
-      local known, known_err = 0, 0
-      for k, c in pairs(counts) do
-        if k ~= kind and model[k] then
-          known = known + model[k] * c
-          known_err = known_err + model.err[k] * c
-        end
-      end
-      local shifted = {}
-      for i, v in ipairs(prof) do shifted[i] = v - known end
-      local est, lo, hi = M.shift(shifted, plain)
-      model[kind] = est / count
-      model.err[kind] = ((hi - lo) / 2 + known_err) / count
-    else
-      model[kind], model.err[kind] = 0, 0
-    end
+    local est, lo, hi = M.shift(prof, plain)
+    out[kind] = { shift = est, half = (hi - lo) / 2, counts = counts }
   end
-  return model
+  return out
 end
 
 local function sorted(t)
@@ -178,9 +164,28 @@ function M.measure(p, n)
   local blocks = {}
   for b = 1, M.BLOCKS do blocks[b] = block(p, m) end
   local model = { err = {}, confidence = 0.95, source = "calibrate" }
+  -- Each kind less what the kinds before it account for, taken at their final values rather
+  -- than at their own block's: a block that measured c_call twice too high would otherwise pass
+  -- that on, doubled and with the opposite sign, to switch and wrap (whose round trips hold two
+  -- C calls each), and the lower quartile would pick it there.
   for _, kind in ipairs(bias.KINDS) do
     local est, err = {}, {}
-    for b, bm in ipairs(blocks) do est[b], err[b] = bm[kind], bm.err[kind] end
+    for b, bk in ipairs(blocks) do
+      local r = bk[kind]
+      local count = r.counts[kind]
+      if count > 0 then
+        local known, known_err = 0, 0
+        for k, c in pairs(r.counts) do
+          if k ~= kind and model[k] then
+            known = known + model[k] * c
+            known_err = known_err + model.err[k] * c
+          end
+        end
+        est[b], err[b] = (r.shift - known) / count, (r.half + known_err) / count
+      else
+        est[b], err[b] = 0, 0
+      end
+    end
     model[kind], model.err[kind] = lower_quartile(est), median(err)
   end
   return model
