@@ -145,7 +145,7 @@ end
 local function total(d)
   local s = 0
   for i = 1, d.frames.n do s = s + d.frames.tottime[i] end
-  return s
+  return { s }
 end
 
 -- CPU seconds of fn(n), the median of 3.
@@ -175,29 +175,47 @@ local function size_for(fn, n, resize)
   return n
 end
 
--- Rounds of fn(...) profiled (a fresh profile each round, no bias) and unprofiled, interleaved,
--- and of each extra[i](), unprofiled (the parts of a split alone), in the same rounds.
--- measure(d) gives what is compared from a profile's data; returns the unprofiled times and,
--- per round, measure(raw data) and measure(data with `model` subtracted), and the times of the
--- extras.
+-- What a round added to each of the numbers of measure (a list of sums).
+local function added(now, before)
+  local t = {}
+  for i, v in ipairs(now) do t[i] = v - (before and before[i] or 0) end
+  return t
+end
+
+-- Rounds of fn(...) profiled (no bias) and unprofiled, interleaved, and of each extra[i](),
+-- unprofiled (the parts of a split alone), in the same rounds. The profiled rounds follow each
+-- other in one profile, as the runs of Profile:calibrate do, each measured by what it added:
+-- a profile's start costs a few microseconds once, which a long profile does not notice.
+-- measure(d) gives a list of sums from a profile's data; returns the unprofiled times and, per
+-- round, what it added to measure(raw data) and to measure(data with `model` subtracted), and
+-- the times of the extras.
 local function rounds(fn, args, measure, model, extra)
   extra = extra or {}
   local alone = {}
   for i = 1, #extra do alone[i] = {} end
   local real, raw, cal = {}, {}, {}
   local q = cprof.Profile { timer = timer, bias = 0 }
-  fn(unpack(args)) -- warm up
-  for r = 1, opts.rounds do
+  local raw_before, cal_before
+  -- warm up, the profile too
+  fn(unpack(args))
+  for r = 0, opts.rounds do
     for pass = 1, 2 do
       if (pass == 1) == (r % 2 == 1) then
-        real[#real + 1] = plain(fn, unpack(args))
-        for i, x in ipairs(extra) do alone[i][#alone[i] + 1] = plain(x) end
+        local t = plain(fn, unpack(args))
+        if r > 0 then real[#real + 1] = t end
+        for i, x in ipairs(extra) do
+          t = plain(x)
+          if r > 0 then alone[i][#alone[i] + 1] = t end
+        end
       else
-        q:clear()
         q:runcall(fn, unpack(args))
         local d = q:snapshot()
-        raw[#raw + 1] = measure(d)
-        cal[#cal + 1] = measure(bias_mod.apply(d, model))
+        local m_raw, m_cal = measure(d), measure(bias_mod.apply(d, model))
+        if r > 0 then
+          raw[#raw + 1] = added(m_raw, raw_before)
+          cal[#cal + 1] = added(m_cal, cal_before)
+        end
+        raw_before, cal_before = m_raw, m_cal
       end
     end
   end
@@ -277,8 +295,13 @@ for _, w in ipairs(W.select(want)) do
   local fn = w.make(size)
   local real, raw, cal = rounds(fn, {}, total, model)
   local base = median(real)
-  local e_raw = calibrate.shift(raw, real) / base
-  local e_cal = calibrate.shift(cal, real) / base
+  local function first(t)
+    local f = {}
+    for i, v in ipairs(t) do f[i] = v[1] end
+    return f
+  end
+  local e_raw = calibrate.shift(first(raw), real) / base
+  local e_cal = calibrate.shift(first(cal), real) / base
   print(string.format(fmtt, w.name, w.label(size), w.calls(size), string.format("%.2f", base * 1e3),
                       pct(e_raw), pct(e_cal)))
   judge(w.name .. " total", e_cal)
@@ -293,8 +316,7 @@ for _, s in ipairs(SPLITS) do
     local m = size_for(function(n) p2.fn(n) end)
     local function shares(d)
       local a, b = frame_of(d, p1.fn), frame_of(d, p2.fn)
-      local ca, cb = d.frames.cumtime[a], d.frames.cumtime[b]
-      return { ca, cb, ca / (ca + cb) }
+      return { d.frames.cumtime[a], d.frames.cumtime[b] }
     end
     -- the parts alone run in the same rounds as the profiled root
     local real, raw, cal, alone = rounds(s.root, { k, m }, shares, model, {
@@ -319,8 +341,8 @@ for _, s in ipairs(SPLITS) do
       local ts = i == 1 and true_share or 1 - true_share
       local rs, cs = {}, {}
       for j = 1, #raw do
-        rs[j] = i == 1 and raw[j][3] or 1 - raw[j][3]
-        cs[j] = i == 1 and cal[j][3] or 1 - cal[j][3]
+        rs[j] = raw[j][i] / (raw[j][1] + raw[j][2])
+        cs[j] = cal[j][i] / (cal[j][1] + cal[j][2])
       end
       local mr, mc = median(rs), median(cs)
       local times = {}

@@ -4,7 +4,7 @@
 -- (lua_call), a C function (c_call), resuming a coroutine that yields (switch), calling a
 -- function made by coroutine.wrap whose body yields (wrap), a loop of line events in a profile
 -- with lines on (line). A workload runs ROUNDS times unprofiled, timed with
--- the profile's timer, and as many times under a fresh profile of the same timer, the two
+-- the profile's timer, and as many times under a profile of the same timer, the two
 -- interleaved (in alternating order) so that a busy moment of a shared machine hits both alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
 -- their Hodges–Lehmann estimate, the median of the ROUNDS² pairwise differences profiled −
@@ -92,10 +92,15 @@ function M.shift(x, y)
 end
 
 -- One kind: the workload `m` calls long, ROUNDS times each way. Returns the profiled and
--- unprofiled seconds and the counts of each kind inside the workload's cumulative time.
+-- unprofiled seconds and the counts of each kind inside the workload's cumulative time (of one
+-- run). The profiled runs follow each other in one profile, each measured by how much it added
+-- to the workload's cumulative time: a profile's first events cost more than the later ones (its
+-- tables are new, the hook measures its own time on each of its first 256 events), and that
+-- start, a few microseconds once per profile, would otherwise be counted in every run, and so in
+-- the bias of every event of a long profile.
 local function sample(clock, q, work, m)
   local raw_snapshot, now = core.methods.snapshot, core.methods.now
-  local prof, plain, counts = {}, {}, nil
+  local prof, plain, counts, before = {}, {}, nil, 0
   -- the first rounds of a process run slower (caches, the allocator, the hook's first events):
   -- WARMUP rounds are not kept
   for r = 1 - M.WARMUP, M.ROUNDS do
@@ -105,12 +110,12 @@ local function sample(clock, q, work, m)
         work(m)
         if r > 0 then plain[#plain + 1] = now(clock) - t0 end
       else
-        q:clear()
         q:runcall(work, m)
         local d = raw_snapshot(q)
         local i = frame_of(d, work)
         if not i then error("cprof: calibrate: the profile missed the workload", 0) end
-        if r > 0 then prof[#prof + 1] = d.frames.cumtime[i] end
+        if r > 0 then prof[#prof + 1] = d.frames.cumtime[i] - before end
+        before = d.frames.cumtime[i]
         if not counts then
           local c = bias.counts(d)
           counts = {}
