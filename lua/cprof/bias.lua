@@ -10,7 +10,7 @@
 --   c_call     the same for a C function
 --   switch     a coroutine round trip through coroutine.resume, beyond the cost of that call
 --   wrap       the same through a function made by coroutine.wrap, whose hook also finds the
---              coroutine's body on every call (docs/SEMANTICS.md, "Names"): about 25 ns more
+--              coroutine's body on every call (docs/SEMANTICS.md, "Names"): about 30 ns more
 --              than a resume on the bench machine, which one kind for both could not fit
 --   line       one line event (profiles with lines = true)
 --
@@ -20,10 +20,11 @@
 -- Where each cost lands: half of a call's cost falls before the hook reads the clock (in the
 -- caller's time), half after (in the callee's), and the same for its return, so a call charges
 -- half its kind's bias to the caller's own time and half to the callee's; a switch or a wrap
--- round trip is charged to the resuming function's frame, a line event to its function. A cumulative time holds, per
--- outermost activation, half its own call, and every call, switch and line beneath it in full:
--- found exactly in the call tree, where recursion is folded so that a function's nodes are its
--- outermost activations (line events are shared among a function's nodes by their calls).
+-- round trip is charged to the resuming function's frame, a line event to its function. A
+-- cumulative time holds, per outermost activation, half its own call, and every call, round
+-- trip and line beneath it in full: found exactly in the call tree, where recursion is folded so
+-- that a function's nodes are its outermost activations (line events are shared among a
+-- function's nodes by their calls).
 --
 -- A time that would go negative is set to 0 and counted (meta.bias_clamped): the bias is then
 -- too large for that function, as profile.py's comments warn.

@@ -3,8 +3,9 @@
  * stops the clock while it runs, so that no frame is charged for cprof's own work; it never goes
  * back. The hook reads the timer once per event, when it starts; its own duration is charged as
  * a running estimate per kind of event (clock_stop), measured with a second reading on one event
- * in 64 on average (at random intervals) and on every event that took a slow path. Exact timers (`counter`, a Lua function) are
- * read at the end of every event instead. Everything here is inline: it runs on every event.
+ * in 64 on average (at random intervals) and on every event that took a slow path. Exact timers
+ * (`counter`, a Lua function) are read at the end of every event instead. Everything here is
+ * inline: it runs on every event.
  */
 #ifndef CPROF_CLOCK_H
 #define CPROF_CLOCK_H
@@ -94,7 +95,7 @@ static inline cprof_ticks clock_at(Clock *c, cprof_ticks in) {
 /* The timer at the end of a measured hook. The time-stamp counter is read when the instruction
    issues, which may be before the hook's last instructions have run: an end read so early made
    every measured hook seem shorter, by how much depending on what the hook did last, and left
-   12-15 ns per Lua call outside cprof's clock, more after some hooks than after others, so
+   13-17 ns per Lua call outside cprof's clock, more after some hooks than after others, so
    that no constant per kind of event fitted (bench/README.md, "Accuracy"). LFENCE waits for
    them, on the measured events only: the start of every hook is read the same early way. */
 static inline cprof_ticks clock_read_end(const Clock *c) {
