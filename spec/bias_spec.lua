@@ -183,7 +183,10 @@ describe("the bias per kind of event", function()
     for i = 1, raw.frames.n do
       if raw.frames.name[i]:find("^wrap%(") then name = raw.frames.name[i] end
     end
-    if not name then pending("this Lua's functions made by coroutine.wrap send no events") return end
+    if not name then
+      pending("this Lua's functions made by coroutine.wrap send no events")
+      return
+    end
     assert.are.equal(100, row(raw, name)[1])
     -- as a resume: the round trips, half of each call it received and of the body's call it
     -- made; its cumulative time: the round trips, half its own calls, the body's call, the yields
