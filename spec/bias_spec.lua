@@ -34,7 +34,8 @@ local function taken(raw, cal, f)
 end
 
 -- Powers of two, small enough that no time goes below zero: every sum below is exact.
-local MODEL = { lua_call = 1 / 1024, c_call = 1 / 4096, switch = 1 / 64, line = 1 / 8192 }
+local MODEL = { lua_call = 1 / 1024, c_call = 1 / 4096, switch = 1 / 64, wrap = 1 / 32,
+                line = 1 / 8192 }
 
 local function c_caller() for _ = 1, 1000 do nop_c() end end
 local function nop() end
@@ -87,14 +88,15 @@ describe("the bias", function()
     local q = cprof.Profile { timer = "counter" }
     cprof.bias = 0
     assert.are.equal(1e-9, p:bias())
-    assert.are.same({ lua_call = 0, c_call = 2e-9, switch = 0, line = 0 }, q:bias())
+    assert.are.same({ lua_call = 0, c_call = 2e-9, switch = 0, wrap = 0, line = 0 }, q:bias())
     assert.are.equal(0, cprof.Profile { timer = "counter" }:bias())
     assert.has_error(function() cprof.Profile { bias = "x" } end,
       "cprof: option 'bias' must be a number of seconds per event")
   end)
 
   it("as a number b is the model of 2b per call (its return included) and b per line", function()
-    assert.are.same({ lua_call = 0.5, c_call = 0.5, switch = 0, line = 0.25 }, bias.model(0.25))
+    assert.are.same({ lua_call = 0.5, c_call = 0.5, switch = 0, wrap = 0, line = 0.25 },
+                    bias.model(0.25))
     local p = cprof.Profile { timer = "counter", bias = 0.25 }
     p:runcall(root)
     local q = p:sibling()
@@ -167,6 +169,34 @@ describe("the bias per kind of event", function()
     assert.are.equal(100, totals.switch)
   end)
 
+  it("charges a round trip through a function made by coroutine.wrap to that function", function()
+    local wrap, yield = coroutine.wrap, coroutine.yield
+    local function body() for _ = 1, 99 do yield() end end
+    local function driver()
+      local step = wrap(body)
+      for _ = 1, 100 do step() end
+    end
+    local p = cprof.Profile { timer = "counter", bias = MODEL }
+    p:runcall(driver)
+    local raw, cal = p:snapshot(), p:report_data()
+    local name
+    for i = 1, raw.frames.n do
+      if raw.frames.name[i]:find("^wrap%(") then name = raw.frames.name[i] end
+    end
+    if not name then
+      pending("this Lua's functions made by coroutine.wrap send no events")
+      return
+    end
+    assert.are.equal(100, row(raw, name)[1])
+    -- as a resume: the round trips, half of each call it received and of the body's call it
+    -- made; its cumulative time: the round trips, half its own calls, the body's call, the yields
+    assert.are.same({ 100 * MODEL.wrap + 50 * MODEL.c_call + 0.5 * MODEL.lua_call,
+                      100 * MODEL.wrap + 149 * MODEL.c_call + MODEL.lua_call },
+                    taken(raw, cal, name))
+    local totals = bias.totals(bias.counts(raw))
+    assert.are.same({ 100, 0 }, { totals.wrap, totals.switch })
+  end)
+
   it("charges each line event to its function", function()
     local function lines(n)
       local x = 0
@@ -205,13 +235,14 @@ describe("the bias per kind of event", function()
     assert.are.equal(2e-9, d.meta.bias_c_call_err)
     assert.are.equal("calibrate", d.meta.bias_source)
     local back = bias.from_meta(d.meta)
-    assert.are.same({ lua_call = 3e-8, c_call = 1e-8, switch = 2e-8, line = 5e-9,
+    assert.are.same({ lua_call = 3e-8, c_call = 1e-8, switch = 2e-8, wrap = 0, line = 5e-9,
                       err = { lua_call = 1e-9, c_call = 2e-9 }, source = "calibrate" }, back)
   end)
 
   it("refuses bad models with a message naming the key", function()
     assert.has_error(function() cprof.Profile { bias = { lua_calls = 1 } } end,
-      "cprof: option 'bias': unknown key 'lua_calls' (the kinds are lua_call, c_call, switch, line)")
+      "cprof: option 'bias': unknown key 'lua_calls' (the kinds are lua_call, c_call, switch, wrap,"
+      .. " line)")
     assert.has_error(function() cprof.Profile { bias = { c_call = 0 / 0 } } end,
       "cprof: option 'bias'.c_call must be a finite number of seconds")
     local p = cprof.Profile { timer = "counter" }
@@ -309,8 +340,8 @@ describe("the kept calibration", function()
   before_each(function() dir = S.new_dir() end)
   after_each(function() S.remove_dir(dir) end)
 
-  local M = { lua_call = 3e-8, c_call = 1.25e-8, switch = 4e-8, line = 2e-8,
-              err = { lua_call = 1e-9, c_call = 5e-10, switch = 2e-9, line = 1e-10 },
+  local M = { lua_call = 3e-8, c_call = 1.25e-8, switch = 4e-8, wrap = 5e-8, line = 2e-8,
+              err = { lua_call = 1e-9, c_call = 5e-10, switch = 2e-9, wrap = 4e-9, line = 1e-10 },
               confidence = 0.95, date = "2026-11-24 19:00 UTC", timer = "tsc",
               lua_version = "Lua 5.4", cprof_version = "0.1.0" }
 

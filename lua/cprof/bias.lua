@@ -8,19 +8,23 @@
 --   lua_call   a call of a Lua function, its return included (a call and its return are never
 --              measured apart: every call returns once)
 --   c_call     the same for a C function
---   switch     a coroutine round trip (a call of coroutine.resume or of a function made by
---              coroutine.wrap), beyond the cost of that call
+--   switch     a coroutine round trip through coroutine.resume, beyond the cost of that call
+--   wrap       the same through a function made by coroutine.wrap, whose hook also finds the
+--              coroutine's body on every call (docs/SEMANTICS.md, "Names"): about 30 ns more
+--              than a resume on the bench machine, which one kind for both could not fit
 --   line       one line event (profiles with lines = true)
 --
--- A number b is profile.py's bias, seconds per event: lua_call and c_call 2b, line b, switch 0.
+-- A number b is profile.py's bias, seconds per event: lua_call and c_call 2b, line b, switch
+-- and wrap 0.
 --
 -- Where each cost lands: half of a call's cost falls before the hook reads the clock (in the
 -- caller's time), half after (in the callee's), and the same for its return, so a call charges
--- half its kind's bias to the caller's own time and half to the callee's; a switch is charged to
--- the resuming function's frame, a line event to its function. A cumulative time holds, per
--- outermost activation, half its own call, and every call, switch and line beneath it in full:
--- found exactly in the call tree, where recursion is folded so that a function's nodes are its
--- outermost activations (line events are shared among a function's nodes by their calls).
+-- half its kind's bias to the caller's own time and half to the callee's; a switch or a wrap
+-- round trip is charged to the resuming function's frame, a line event to its function. A
+-- cumulative time holds, per outermost activation, half its own call, and every call, round
+-- trip and line beneath it in full: found exactly in the call tree, where recursion is folded so
+-- that a function's nodes are its outermost activations (line events are shared among a
+-- function's nodes by their calls).
 --
 -- A time that would go negative is set to 0 and counted (meta.bias_clamped): the bias is then
 -- too large for that function, as profile.py's comments warn.
@@ -30,7 +34,7 @@ local profdata = require "cprof.profdata"
 local M = {}
 
 --- The kinds of event the model tells apart, in the order reports name them.
-M.KINDS = { "lua_call", "c_call", "switch", "line" }
+M.KINDS = { "lua_call", "c_call", "switch", "wrap", "line" }
 local KINDS = M.KINDS
 local IS_KIND = {}
 for _, k in ipairs(KINDS) do IS_KIND[k] = true end
@@ -39,13 +43,17 @@ for _, k in ipairs(KINDS) do IS_KIND[k] = true end
 local MODEL_INFO = { err = "table", confidence = "number", date = "string", timer = "string",
                      lua_version = "string", cprof_version = "string", source = "string" }
 
--- Frames whose calls switch to a coroutine and back.
-local SWITCHERS = { ["coroutine.resume"] = true, ["function made by coroutine.wrap"] = true }
+-- The kind of coroutine round trip each call of frame i makes, if any.
+local TRIP = { resume = "switch", wrap = "wrap" }
+local function round_trip(frames, i)
+  return frames.kind[i] == "C" and TRIP[profdata.runs_coroutine(frames.name[i])] or nil
+end
 
 --- The bias costs of a typical machine (the bench machine's calibration with `tsc`, Lua 5.4,
 --- rounded; bench/README.md, "Accuracy (issue 14)"), for the report's estimate of the overhead
---- still in an uncalibrated profile.
-M.TYPICAL = { lua_call = 30e-9, c_call = 14e-9, switch = 10e-9, line = 23e-9 }
+--- still in an uncalibrated profile. A C call measured −3 ns there (the hook keeps a little more
+--- than its own time off the clock): counted as none, the estimate being of what is left in.
+M.TYPICAL = { lua_call = 11e-9, c_call = 0, switch = 7e-9, wrap = 37e-9, line = 11e-9 }
 
 local function finite(x)
   return type(x) == "number" and x == x and x ~= math.huge and x ~= -math.huge
@@ -60,7 +68,7 @@ function M.model(b, what)
   local m = {}
   if type(b) == "number" then
     if not finite(b) then error(("cprof: %s must be a finite number"):format(what), 0) end
-    m = { lua_call = 2 * b, c_call = 2 * b, switch = 0, line = b }
+    m = { lua_call = 2 * b, c_call = 2 * b, switch = 0, wrap = 0, line = b }
   elseif type(b) == "table" then
     for k, v in pairs(b) do
       if IS_KIND[k] then
@@ -134,6 +142,9 @@ local function kind_of(frames, i)
   return frames.kind[i] == "C" and "c_call" or "lua_call"
 end
 
+-- The kinds counted per frame rather than per call.
+local PER_FRAME = { "switch", "wrap", "line" }
+
 local function zeros(n)
   local t = {}
   for _, k in ipairs(KINDS) do
@@ -153,9 +164,9 @@ function M.counts(d)
   local nf, nn = frames.n, nodes.n or 0
   local fown, nown, ncum = zeros(nf), zeros(nn), zeros(nn)
 
-  local switches, hits = {}, {}
+  local trips, hits = {}, {}
   for i = 1, nf do
-    switches[i] = SWITCHERS[frames.name[i]] and frames.ncalls[i] or 0
+    trips[i] = round_trip(frames, i)
     hits[i] = 0
   end
   local lines = d.lines
@@ -169,7 +180,7 @@ function M.counts(d)
   for i = 1, nf do
     local k = kind_of(frames, i)
     fown[k][i] = fown[k][i] + 0.5 * frames.ncalls[i]
-    fown.switch[i] = switches[i]
+    if trips[i] then fown[trips[i]][i] = frames.ncalls[i] end
     fown.line[i] = hits[i]
   end
   for e = 1, edges.n do
@@ -191,14 +202,13 @@ function M.counts(d)
     local nc, pc = nodes.ncalls[n], nodes.pcalls[n]
     nown[k][n] = nown[k][n] + 0.5 * nc + 0.5 * (nc - pc)
     local share = fcalls[f] > 0 and nc / fcalls[f] or 0
-    nown.switch[n] = switches[f] * share
+    if trips[f] then nown[trips[f]][n] = frames.ncalls[f] * share end
     nown.line[n] = hits[f] * share
     local p = nodes.parent[n]
     if p ~= 0 then nown[k][p] = nown[k][p] + 0.5 * nc end
     -- the cumulative time holds half of the node's outermost calls, its inner ones in full
     ncum[k][n] = ncum[k][n] + (nc - pc) + 0.5 * pc
-    ncum.switch[n] = ncum.switch[n] + nown.switch[n]
-    ncum.line[n] = ncum.line[n] + nown.line[n]
+    for _, kk in ipairs(PER_FRAME) do ncum[kk][n] = ncum[kk][n] + nown[kk][n] end
   end
   for n = nn, 1, -1 do -- parents come before children
     local p = nodes.parent[n]

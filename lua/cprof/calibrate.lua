@@ -1,10 +1,11 @@
 --- cprof.calibrate: measuring the bias model (cprof.bias) on this machine, and keeping it.
 --
 -- Each kind of event has a workload made of it: a loop calling an empty Lua function
--- (lua_call), a C function (c_call), resuming a coroutine that yields (switch), a loop of line
--- events in a profile with lines on (line). A workload runs ROUNDS times unprofiled, timed with
--- the profile's timer, and as many times under a fresh profile of the same timer, the two
--- interleaved (in alternating order) so that a busy moment of a shared machine hits both alike.
+-- (lua_call), a C function (c_call), resuming a coroutine that yields (switch), calling a
+-- function made by coroutine.wrap whose body yields (wrap), a loop of line events in a profile
+-- with lines on (line). A workload runs ROUNDS times unprofiled, timed with the profile's timer,
+-- and as many times under a profile of the same timer, the two interleaved (in alternating
+-- order) so that a busy moment of a shared machine hits both alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
 -- their Hodges–Lehmann estimate, the median of the ROUNDS² pairwise differences profiled −
 -- unprofiled, which a few disturbed runs do not move; its 95% confidence interval comes from the
@@ -12,7 +13,8 @@
 -- before account for (the profiles' own counts of each kind, cprof.bias.counts), divided by the
 -- count of the workload's kind, is that kind's bias; its uncertainty is half the interval's
 -- width, plus what the kinds before it contribute. All of this is done in BLOCKS blocks, each
--- kind taking the lower quartile of its blocks' estimates.
+-- kind taking the lower quartile of its blocks' estimates, the kinds before it subtracted at
+-- their final values.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -37,7 +39,8 @@ local Z95 = 1.959964
 
 -- The workloads: the same loop shape for every kind, so they differ by the events alone.
 local nop_c = core.hooked -- a cheap C function, not one of cprof's methods (which no hook sees)
-local resume, yield, create = coroutine.resume, coroutine.yield, coroutine.create
+local resume, yield, create, wrap = coroutine.resume, coroutine.yield, coroutine.create,
+                                    coroutine.wrap
 local function yielder(m) for _ = 1, m do yield() end end
 
 local function nop() end
@@ -50,6 +53,10 @@ local WORK = {
   switch = function(m)
     local co = create(yielder)
     for _ = 0, m do resume(co, m) end
+  end,
+  wrap = function(m)
+    local step = wrap(yielder)
+    for _ = 0, m do step(m) end
   end,
   line = function(m)
     local x = 0
@@ -85,10 +92,15 @@ function M.shift(x, y)
 end
 
 -- One kind: the workload `m` calls long, ROUNDS times each way. Returns the profiled and
--- unprofiled seconds and the counts of each kind inside the workload's cumulative time.
+-- unprofiled seconds and the counts of each kind inside the workload's cumulative time (of one
+-- run). The profiled runs follow each other in one profile, each measured by how much it added
+-- to the workload's cumulative time: a profile's first events cost more than the later ones (its
+-- tables are new, the hook measures its own time on each of its first 256 events), and that
+-- start, a few microseconds once per profile, would otherwise be counted in every run, and so in
+-- the bias of every event of a long profile.
 local function sample(clock, q, work, m)
   local raw_snapshot, now = core.methods.snapshot, core.methods.now
-  local prof, plain, counts = {}, {}, nil
+  local prof, plain, counts, before = {}, {}, nil, 0
   -- the first rounds of a process run slower (caches, the allocator, the hook's first events):
   -- WARMUP rounds are not kept
   for r = 1 - M.WARMUP, M.ROUNDS do
@@ -98,12 +110,12 @@ local function sample(clock, q, work, m)
         work(m)
         if r > 0 then plain[#plain + 1] = now(clock) - t0 end
       else
-        q:clear()
         q:runcall(work, m)
         local d = raw_snapshot(q)
         local i = frame_of(d, work)
         if not i then error("cprof: calibrate: the profile missed the workload", 0) end
-        if r > 0 then prof[#prof + 1] = d.frames.cumtime[i] end
+        if r > 0 then prof[#prof + 1] = d.frames.cumtime[i] - before end
+        before = d.frames.cumtime[i]
         if not counts then
           local c = bias.counts(d)
           counts = {}
@@ -115,33 +127,18 @@ local function sample(clock, q, work, m)
   return prof, plain, counts
 end
 
--- One block: every kind measured once, each on a fresh profile; the kinds measured before
--- account for their events in the workloads after them.
+-- One block: every kind measured once, each on a fresh profile: per kind, the shift with its
+-- interval and the counts of every kind in the workload.
 local function block(p, m)
-  local model = { err = {} }
+  local out = {}
   for _, kind in ipairs(bias.KINDS) do
     local q = p:sibling(kind == "line")
     q:bias(0)
     local prof, plain, counts = sample(p, q, WORK[kind], m)
-    local count = counts[kind]
-    if count > 0 then
-      local known, known_err = 0, 0
-      for k, c in pairs(counts) do
-        if k ~= kind and model[k] then
-          known = known + model[k] * c
-          known_err = known_err + model.err[k] * c
-        end
-      end
-      local shifted = {}
-      for i, v in ipairs(prof) do shifted[i] = v - known end
-      local est, lo, hi = M.shift(shifted, plain)
-      model[kind] = est / count
-      model.err[kind] = ((hi - lo) / 2 + known_err) / count
-    else
-      model[kind], model.err[kind] = 0, 0
-    end
+    local est, lo, hi = M.shift(prof, plain)
+    out[kind] = { shift = est, half = (hi - lo) / 2, counts = counts }
   end
-  return model
+  return out
 end
 
 local function sorted(t)
@@ -163,7 +160,7 @@ local function lower_quartile(t)
 end
 
 --- measure(p, n): the model of profile p's timer, each kind measured over about n calls in each
---- of BLOCKS blocks: { lua_call, c_call, switch, line = seconds, err = { kind = seconds },
+--- of BLOCKS blocks: { lua_call, c_call, switch, wrap, line = seconds, err = { kind = seconds },
 --- confidence = 0.95 }: per kind, the lower quartile of the blocks' estimates, with the median of
 --- their uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
 --- built-in that calls no hook) is 0 with no uncertainty.
@@ -172,9 +169,28 @@ function M.measure(p, n)
   local blocks = {}
   for b = 1, M.BLOCKS do blocks[b] = block(p, m) end
   local model = { err = {}, confidence = 0.95, source = "calibrate" }
+  -- Each kind less what the kinds before it account for, taken at their final values rather
+  -- than at their own block's: a block that measured c_call twice too high would otherwise pass
+  -- that on, doubled and with the opposite sign, to switch and wrap (whose round trips hold two
+  -- C calls each), and the lower quartile would pick it there.
   for _, kind in ipairs(bias.KINDS) do
     local est, err = {}, {}
-    for b, bm in ipairs(blocks) do est[b], err[b] = bm[kind], bm.err[kind] end
+    for b, bk in ipairs(blocks) do
+      local r = bk[kind]
+      local count = r.counts[kind]
+      if count > 0 then
+        local known, known_err = 0, 0
+        for k, c in pairs(r.counts) do
+          if k ~= kind and model[k] then
+            known = known + model[k] * c
+            known_err = known_err + model.err[k] * c
+          end
+        end
+        est[b], err[b] = (r.shift - known) / count, (r.half + known_err) / count
+      else
+        est[b], err[b] = 0, 0
+      end
+    end
     model[kind], model.err[kind] = lower_quartile(est), median(err)
   end
   return model

@@ -206,7 +206,7 @@ end
 --- profile.Profile.calibrate(m) does for its one kind: about `n` calls of each kind (default
 --- 500000, at most 10^7), profiled and not, interleaved, on this profile's timer (cprof.calibrate
 --- says how). Sets this profile's bias to the model and returns it: { lua_call, c_call, switch,
---- line = seconds, err = { kind = half width of the 95% interval }, confidence = 0.95 }.
+--- wrap, line = seconds, err = { kind = half width of the 95% interval }, confidence = 0.95 }.
 function methods:calibrate(n)
   check_self(self, "calibrate")
   n = n or calibrate_mod.DEFAULT_CALLS

@@ -122,6 +122,16 @@ local function index(i, n, what)
   return i
 end
 
+--- How a C function of this name runs another coroutine: "resume" (coroutine.resume) or
+--- "wrap" (a function made by coroutine.wrap, named by its body, "wrap(file:line)", or as a
+--- whole: docs/SEMANTICS.md, "Names"); nil when it does not.
+function M.runs_coroutine(name)
+  if name == "coroutine.resume" then return "resume" end
+  if name == "function made by coroutine.wrap" or name:find("^wrap%(.*:%d+%)$") then
+    return "wrap"
+  end
+end
+
 ---------------------------------------------------------------------------
 -- Memory records
 ---------------------------------------------------------------------------

@@ -25,7 +25,7 @@ local restrictions = require("cprof.restrictions")
 local data_mod = require("cprof.profdata")
 
 local type, error, ipairs, pairs, tostring, sformat = type, error, ipairs, pairs, tostring, string.format
-local sbyte, sfind, smatch, concat = string.byte, string.find, string.match, table.concat
+local sbyte, sfind, concat = string.byte, string.find, table.concat
 local sort, floor = table.sort, math.floor
 
 --- The weights: what a node's value is (`self(nodes, k)`), its unit, and its label.
@@ -473,13 +473,6 @@ function Model:align(base)
   return to_base, matched
 end
 
--- The C functions that run another coroutine: their callee is a coroutine's body. The
--- functions made by coroutine.wrap are named by their body, "wrap(file:line)", or as a whole.
-local SWITCH = { ["coroutine.resume"] = true, ["function made by coroutine.wrap"] = true }
-local function switches(name)
-  return SWITCH[name] or smatch(name, "^wrap%(.*:%d+%)$") ~= nil
-end
-
 --- Which thread each node belongs to: the main thread (1) or the coroutine whose body runs
 --- under a coroutine.resume or a coroutine.wrap function (the tree knows coroutines only
 --- there: their bodies are called by those).  Coroutines with the same body are one thread.
@@ -492,7 +485,8 @@ function Model:threads()
   for k = 1, self.n do
     local p = parent[k]
     local pf = p > 0 and frame[p]
-    if pf and F.kind[pf] == "C" and switches(F.name[pf]) then
+    -- a C function that runs another coroutine calls that coroutine's body
+    if pf and F.kind[pf] == "C" and data_mod.runs_coroutine(F.name[pf]) then
       local f = frame[k]
       local t = ids[f]
       if not t then
