@@ -291,17 +291,18 @@ typedef struct seen {
   long allocs, frees, tables;
   long long bytes;
 } seen;
-static void observer(void *ud, int ev, void *block, size_t size, int tag) {
+static void observer(void *ud, int ev, void *block, size_t size, int slot, slab *sl) {
   seen *s = ud;
   (void)block;
+  (void)sl;
   if (ev != LALLOC_EV_FREE) {
     s->allocs++;
     s->bytes += (long long)size;
-    if (tag == LUA_TTABLE) s->tables++;
+    if (slot == LA_TABLE) s->tables++;
   } else {
     s->frees++;
     s->bytes -= (long long)size;
-    if (tag == LUA_TTABLE) s->tables--;
+    if (slot == LA_TABLE) s->tables--;
   }
 }
 

@@ -18,6 +18,9 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SLOW __attribute__((noinline, cold))
+/* The checked paths: out of the fast paths, but not cold, since an observer (a profile that
+   attributes memory) sends every event through them. */
+#define CHECKED __attribute__((noinline))
 
 #define LALLOC_MAGIC 0x6c616c6c6f63u
 
@@ -187,10 +190,8 @@ SLOW static void free_large(lalloc *h, chunk *ch, void *p, uint32_t w, size_t os
   if (UNLIKELY(p == h->final_block)) lalloc_delete(h);
 }
 
-/* Frees a block of ours. */
-static inline void free_ours(lalloc *h, void *p, size_t osize) {
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
+/* Frees block p of ours, w the map word of its page in chunk ch. */
+static inline void free_at(lalloc *h, chunk *ch, uint32_t w, void *p, size_t osize) {
   h->live -= osize;
   if (UNLIKELY(w & MAP_LARGE)) {
     free_large(h, ch, p, w, osize);
@@ -199,6 +200,11 @@ static inline void free_ours(lalloc *h, void *p, size_t osize) {
   cache *c = h->caches[MAP_SLAB_ID(w)];
   c->req -= osize;
   cache_free(c, p);
+}
+
+static inline void free_ours(lalloc *h, void *p, size_t osize) {
+  chunk *ch = chunk_of(p);
+  free_at(h, ch, ch->map[chunk_page(p)], p, osize);
 }
 
 /* ---- reallocation ---------------------------------------------------------------------- */
@@ -326,28 +332,34 @@ const char *lalloc_trace_cache(const lalloc *h) { return h->tr.c ? h->tr.c->name
 
 /* ---- the checked paths: limit, observer, trace, blocks of `prev` ----------------------- */
 
-/* Block p of n bytes, just allocated (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed (LALLOC_EV_FREE):
-   the trace of its cache (when that cache is traced) and the observer hear of it. */
-static void note(lalloc *h, int ev, void *p, size_t n) {
+SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
+  if (!h->tr.on) return;
+  if (ev != LALLOC_EV_FREE) lalloc_trace_record(h, p, n);
+  else lalloc_trace_forget(h, p);
+}
+
+/* Block p of n bytes, just allocated (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed
+   (LALLOC_EV_FREE), w the map word of its page in chunk ch: the trace of its cache (when that
+   cache is traced) and the observer hear of it. The caller has the word already (a free needs
+   it anyway), so that an event reads the page map once. */
+static inline void note(lalloc *h, int ev, void *p, size_t n, chunk *ch, uint32_t w) {
   unsigned slot;
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
+  slab *s = NULL;
   if (w & MAP_LARGE) {
     slot = MAP_LARGE_TYPE(w);
   } else {
     cache *c = h->caches[MAP_SLAB_ID(w)];
     slot = c->type;
-    if (c->traced && h->tr.on) {
-      if (ev != LALLOC_EV_FREE) lalloc_trace_record(h, p, n);
-      else lalloc_trace_forget(h, p);
-    }
+    s = (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
+    if (UNLIKELY(c->traced)) note_trace(h, ev, p, n);
   }
-  if (h->obs) h->obs(h->obs_ud, ev, p, n, slot_tags[slot]);
+  if (h->obs) h->obs(h->obs_ud, ev, p, n, (int)slot, s);
 }
 
-static void note_alloc(lalloc *h, void *p, size_t n) { note(h, LALLOC_EV_ALLOC, p, n); }
-static void note_free(lalloc *h, void *p, size_t osize) { note(h, LALLOC_EV_FREE, p, osize); }
-static void note_move(lalloc *h, void *p, size_t n) { note(h, LALLOC_EV_MOVE, p, n); }
+static void note_block(lalloc *h, int ev, void *p, size_t n) {
+  chunk *ch = chunk_of(p);
+  note(h, ev, p, n, ch, ch->map[chunk_page(p)]);
+}
 
 static int over_limit(lalloc *h, size_t osize, size_t nsize) {
   if (nsize <= osize || h->live - osize + nsize <= h->limit) return 0;
@@ -356,7 +368,7 @@ static int over_limit(lalloc *h, size_t osize, size_t nsize) {
   return 1;
 }
 
-SLOW static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
+CHECKED static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
   if (h->want_final) {
     /* The state's own block (lua_newstate's first allocation): a large block, so that the
        large-block path — not the fast path — sees it freed, last of all, by lua_close. */
@@ -369,11 +381,11 @@ SLOW static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
   }
   if (over_limit(h, 0, n)) return NULL;
   void *p = alloc_slot(h, slot_of(tag), n);
-  if (p && h->watched) note_alloc(h, p, n);
+  if (p && h->watched) note_block(h, LALLOC_EV_ALLOC, p, n);
   return p;
 }
 
-SLOW static void free_checked(lalloc *h, void *p, size_t osize) {
+CHECKED static void free_checked(lalloc *h, void *p, size_t osize) {
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
     int final = p == h->final_block;
     h->live -= osize;
@@ -383,11 +395,13 @@ SLOW static void free_checked(lalloc *h, void *p, size_t osize) {
     if (final) lalloc_delete(h);
     return;
   }
-  if (h->watched) note_free(h, p, osize);
-  free_ours(h, p, osize);
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  if (h->watched) note(h, LALLOC_EV_FREE, p, osize, ch, w);
+  free_at(h, ch, w, p, osize);
 }
 
-SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize) {
+CHECKED static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize) {
   if (over_limit(h, osize, nsize)) return NULL;
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
     /* A block of `prev`: move it into ours. */
@@ -406,13 +420,13 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
     h->live -= osize;
     h->foreign_live -= osize;
     h->foreign_frees++;
-    if (h->watched) note_move(h, q, nsize);
+    if (h->watched) note_block(h, LALLOC_EV_MOVE, q, nsize);
     return q;
   }
   if (!h->watched) return realloc_ours(h, p, osize, nsize);
-  note_free(h, p, osize);
+  note_block(h, LALLOC_EV_FREE, p, osize);
   void *q = realloc_ours(h, p, osize, nsize);
-  note_move(h, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
+  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
   return q;
 }
 

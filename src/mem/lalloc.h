@@ -32,13 +32,13 @@ enum {
 typedef struct lalloc lalloc;
 
 /* The hook for memory attribution (docs/MEMORY.md): called after each allocation and before
-   each free, with the block, its size as Lua counts it and its Lua type tag (0 for memory that
-   is not an object). A realloc is a free of the old block and then LALLOC_EV_MOVE, the
-   allocation of the new one (which continues the old block: an attribution may leave a block
-   out of the profile for good). It runs inside lua_Alloc: it must not call the Lua API nor
-   longjmp. */
+   each free, with the block, its size as Lua counts it, its type slot (LA_RAW ... LA_OTHER) and
+   its slab (NULL: a large block), both found by the allocator anyway. A realloc is a free of
+   the old block and then LALLOC_EV_MOVE, the allocation of the new one (which continues the old
+   block: an attribution may leave a block out of the profile for good). It runs inside
+   lua_Alloc: it must not call the Lua API nor longjmp. */
 enum { LALLOC_EV_ALLOC = 1, LALLOC_EV_FREE = 2, LALLOC_EV_MOVE = 3 };
-typedef void (*lalloc_observer)(void *ud, int event, void *block, size_t size, int tag);
+typedef void (*lalloc_observer)(void *ud, int event, void *block, size_t size, int slot, slab *s);
 
 /* A heap in front of `prev` (NULL: a heap of a state that was made with it), or NULL when the
    metadata cannot be allocated. fail_after: as lalloc_fail_after, from the start (tests). */

@@ -15,6 +15,10 @@
 #include "util/fault.h"
 #include "util/hash.h"
 
+#define HOT __attribute__((noinline))
+#define COLD __attribute__((noinline, cold))
+#define UNLIKELY(x) __builtin_expect(!!(x), 0)
+
 typedef struct BlockProbe {
   const MemAttr *m;
   const void *block;
@@ -23,12 +27,6 @@ typedef struct BlockProbe {
 static int block_matches(const BlockProbe *q, uint32_t i) { return q->m->blocks[i].ptr == q->block; }
 
 static uint32_t block_hash(const void *p) { return hash_ptr_line(p, 0); }
-
-/* The slab of block p, or NULL when p is a large block. */
-static slab *slab_holding(const void *p) {
-  chunk *ch = chunk_of(p);
-  return ch->map[chunk_page(p)] & MAP_LARGE ? NULL : slab_of(p);
-}
 
 static SlabAttr *table_of(const MemAttr *m, const slab *s) {
   uint32_t a = s->attr;
@@ -70,7 +68,7 @@ static SlabAttr *new_table(MemAttr *m, slab *s) {
 
 /* The last attributed object of the table's slab is gone: its number is free again (a free
    slot of free_nums was reserved when the table was made, so this cannot fail). */
-static void drop_table(MemAttr *m, SlabAttr *t) {
+COLD static void drop_table(MemAttr *m, SlabAttr *t) {
   const slab *s = t->slab;
   uint32_t num = s->attr - 1;
   m->tabs[num] = NULL;
@@ -78,15 +76,38 @@ static void drop_table(MemAttr *m, SlabAttr *t) {
   free(t);
 }
 
-static void on_alloc(MemAttr *m, void *block, size_t size, int tag) {
-  uint32_t node = m->where(m->where_ud);
-  if (node == IDX_NONE) return;  /* no profiled frame is running */
+static inline void count_alloc(MemStat *s, size_t size, int slot, cprof_ticks at) {
+  if (s->allocs == 0) {
+    s->first_alloc = at;
+    s->min = size;
+  }
+  if (size < s->min) s->min = size;
+  if (size > s->max) s->max = size;
+  s->allocs++;
+  s->bytes += size;
+  s->type_allocs[slot]++;
+}
+
+/* A block of node `node` lived `life` ticks. */
+static inline void count_free(MemStat *s, size_t size, int slot, cprof_ticks at, uint64_t life) {
+  if (s->frees == 0) s->life_min = life;
+  if (life < s->life_min) s->life_min = life;
+  if (life > s->life_max) s->life_max = life;
+  s->life_total += life;
+  s->last_free = at;
+  s->frees++;
+  s->freed += size;
+  s->type_frees[slot]++;
+}
+
+/* The allocations on_alloc leaves: a node with no record yet, a slab with no side table yet,
+   a large block. */
+COLD static void alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl,
+                            uint32_t node, cprof_ticks at) {
   if (node >= m->cstats && array_reserve((void **)&m->stats, &m->cstats, sizeof *m->stats, node, 512)) {
     m->lost++;
     return;
   }
-  cprof_ticks at = *m->now - m->t0;
-  slab *sl = slab_holding(block);
   if (sl) {
     SlabAttr *t = table_of(m, sl);
     /* Room in free_nums for every number there may be, so that dropping a table never fails. */
@@ -95,8 +116,7 @@ static void on_alloc(MemAttr *m, void *block, size_t size, int tag) {
       m->lost++;
       return;
     }
-    uint32_t i = index_in(t, block);
-    t->obj[i] = (ObjAttr){node + 1, (float)at};
+    t->obj[index_in(t, block)] = (ObjAttr){node + 1, (float)at};
     t->live++;
   } else {
     if ((!m->by_block.slots && idxmap_init(&m->by_block, 64)) ||
@@ -107,66 +127,69 @@ static void on_alloc(MemAttr *m, void *block, size_t size, int tag) {
     }
     m->blocks[m->nblocks++] = (Block){block, node, at};
   }
-  MemStat *s = &m->stats[node];
-  if (s->allocs == 0) s->first_alloc = at;
-  if (s->allocs == 0 || size < s->min) s->min = size;
-  if (size > s->max) s->max = size;
-  s->allocs++;
-  s->bytes += size;
-  s->type_allocs[lalloc_tag_slot(tag)]++;
+  count_alloc(&m->stats[node], size, slot, at);
 }
 
-/* Forgets block p: returns its node and sets *birth, or returns IDX_NONE when it was not
-   attributed (allocated before profiling, or by cprof). */
-static uint32_t forget(MemAttr *m, void *block, cprof_ticks *birth) {
-  slab *sl = slab_holding(block);
-  if (sl) {
-    SlabAttr *t = table_of(m, sl);
-    if (!t) return IDX_NONE;
-    ObjAttr *o = &t->obj[index_in(t, block)];
-    uint32_t node = o->node;
-    if (node == 0) return IDX_NONE;
-    o->node = 0;
-    *birth = (cprof_ticks)o->birth;
-    if (--t->live == 0) drop_table(m, t);
-    return node - 1;
+/* Each allocation: the common case — a node with a record, a slab object whose slab has a
+   side table — kept free of calls, so that it needs few registers and no stack frame. */
+HOT static void on_alloc(MemAttr *m, void *block, size_t size, int slot, slab *sl) {
+  uint32_t node = m->where(m->where_ud);
+  if (node == IDX_NONE) return;  /* no profiled frame is running */
+  cprof_ticks at = *m->now - m->t0;
+  SlabAttr *t;
+  if (UNLIKELY(node >= m->cstats || !sl || !(t = table_of(m, sl)))) {
+    alloc_rare(m, block, size, slot, sl, node, at);
+    return;
   }
-  if (!m->by_block.slots) return IDX_NONE;
+  t->obj[index_in(t, block)] = (ObjAttr){node + 1, (float)at};
+  t->live++;
+  count_alloc(&m->stats[node], size, slot, at);
+}
+
+/* The clock never goes back; a birth rounded to a float may be a little late. */
+static inline uint64_t life_of(cprof_ticks birth, cprof_ticks at) {
+  return at > birth ? (uint64_t)(at - birth) : 0;
+}
+
+/* The free of a large block: in the map, or not attributed. */
+COLD static void free_large(MemAttr *m, void *block, size_t size, int slot) {
+  m->freed_known = 0;
+  if (!m->by_block.slots) return;
   BlockProbe q = {m, block};
   uint32_t h = block_hash(block), i;
   IDXMAP_FIND(&m->by_block, h, block_matches, &q, i);
-  if (i == IDX_NONE) return IDX_NONE;
+  if (i == IDX_NONE) return;
+  m->freed_known = 1;
   uint32_t node = m->blocks[i].node;
-  *birth = m->blocks[i].birth;
+  cprof_ticks birth = m->blocks[i].birth, at = *m->now - m->t0;
   idxmap_remove_record(&m->by_block, m->blocks, sizeof *m->blocks, &m->nblocks, i, h,
                        block_hash(m->blocks[m->nblocks - 1].ptr));
-  return node;
+  count_free(&m->stats[node], size, slot, at, life_of(birth, at));
 }
 
-static void on_free(MemAttr *m, void *block, size_t size, int tag) {
-  cprof_ticks birth = 0;
-  uint32_t node = forget(m, block, &birth);
-  m->freed_known = node != IDX_NONE;
-  if (node == IDX_NONE) return;
-  MemStat *s = &m->stats[node];
-  cprof_ticks at = *m->now - m->t0;
-  /* The clock never goes back; a birth rounded to a float may be a little late. */
-  uint64_t life = at > birth ? (uint64_t)(at - birth) : 0;
-  if (s->frees == 0 || life < s->life_min) s->life_min = life;
-  if (life > s->life_max) s->life_max = life;
-  s->life_total += life;
-  s->last_free = at;
-  s->frees++;
-  s->freed += size;
-  s->type_frees[lalloc_tag_slot(tag)]++;
+/* Each free: a slab object is found in its side table (or is not attributed). */
+HOT static void on_free(MemAttr *m, void *block, size_t size, int slot, const slab *sl) {
+  if (UNLIKELY(!sl)) {
+    free_large(m, block, size, slot);
+    return;
+  }
+  SlabAttr *t = table_of(m, sl);
+  ObjAttr *o = t ? &t->obj[index_in(t, block)] : NULL;
+  uint32_t node = o ? o->node : 0;
+  m->freed_known = node != 0;
+  if (node == 0) return;
+  o->node = 0;
+  cprof_ticks birth = (cprof_ticks)o->birth, at = *m->now - m->t0;
+  count_free(&m->stats[node - 1], size, slot, at, life_of(birth, at));
+  if (UNLIKELY(--t->live == 0)) drop_table(m, t);
 }
 
-static void observe(void *ud, int event, void *block, size_t size, int tag) {
+static void observe(void *ud, int event, void *block, size_t size, int slot, slab *sl) {
   MemAttr *m = ud;
   /* A block born before the profile (the string table, a stack, a table made earlier) that Lua
      moves stays out of it: its allocation was not the program's code running now. */
-  if (event == LALLOC_EV_FREE) on_free(m, block, size, tag);
-  else if (!m->in_hook && (event == LALLOC_EV_ALLOC || m->freed_known)) on_alloc(m, block, size, tag);
+  if (event == LALLOC_EV_FREE) on_free(m, block, size, slot, sl);
+  else if (!m->in_hook && (event == LALLOC_EV_ALLOC || m->freed_known)) on_alloc(m, block, size, slot, sl);
 }
 
 void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
