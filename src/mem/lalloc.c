@@ -3,7 +3,7 @@
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
    the checked paths, taken only when a limit, an observer, a trace or a replaced allocator
-   asks for it. See lalloc.h and docs/MEMORY.md. */
+   asks for it (attribution's work is inline there: mem/memattr.h). See lalloc.h and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include <lauxlib.h>
 
 #include "mem/lalloc_heap.h"
+#include "mem/memattr_note.h"
 #include "util/compat.h"
 #include "util/fault.h"
 
@@ -21,6 +22,7 @@
 /* The checked paths: out of the fast paths, but not cold, since an observer (a profile that
    attributes memory) sends every event through them. */
 #define CHECKED __attribute__((noinline))
+#define ALWAYS static inline __attribute__((always_inline))
 
 #define LALLOC_MAGIC 0x6c616c6c6f63u
 
@@ -62,7 +64,7 @@ int lalloc_slot_tag(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_tags[
 static cache cache_none = {.cur = &slab_none};
 
 static void update_gates(lalloc *h) {
-  h->watched = h->obs != NULL || (h->tr.c != NULL && h->tr.on);
+  h->watched = h->attr != NULL || (h->tr.c != NULL && h->tr.on);
   h->gate = (h->watched || h->want_final) ? 0 : h->limit;
   h->slowfree = h->foreign || h->watched;
 }
@@ -338,27 +340,30 @@ SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
   else lalloc_trace_forget(h, p);
 }
 
-/* Block p of n bytes, just allocated (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed
-   (LALLOC_EV_FREE), w the map word of its page in chunk ch: the trace of its cache (when that
-   cache is traced) and the observer hear of it. The caller has the word already (a free needs
-   it anyway), so that an event reads the page map once. */
-static inline void note(lalloc *h, int ev, void *p, size_t n, chunk *ch, uint32_t w) {
-  unsigned slot;
-  slab *s = NULL;
-  if (w & MAP_LARGE) {
-    slot = MAP_LARGE_TYPE(w);
-  } else {
-    cache *c = h->caches[MAP_SLAB_ID(w)];
-    slot = c->type;
-    s = (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
-    if (UNLIKELY(c->traced)) note_trace(h, ev, p, n);
-  }
-  if (h->obs) h->obs(h->obs_ud, ev, p, n, (int)slot, s);
+/* Block p of n bytes and type slot `slot`, in slab s (NULL: a large block), just allocated
+   (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed (LALLOC_EV_FREE): the trace of its
+   cache (when that cache is traced) and memory attribution hear of it. Its callers know the
+   slab and the slot already or find them with one read of the page map, which a free needs
+   anyway. */
+ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s) {
+  if (UNLIKELY(h->tr.on) && s && s->cache->traced) note_trace(h, ev, p, n);
+  if (!h->attr) return;
+  if (ev == LALLOC_EV_FREE) memattr_note_free(h->attr, p, n, (int)slot, s);
+  else memattr_note_alloc(h->attr, ev, p, n, (int)slot, s);
 }
 
-static void note_block(lalloc *h, int ev, void *p, size_t n) {
+/* The same, w the map word of p's page in chunk ch. */
+ALWAYS void note_at(lalloc *h, int ev, void *p, size_t n, chunk *ch, uint32_t w) {
+  if (w & MAP_LARGE)
+    note(h, ev, p, n, MAP_LARGE_TYPE(w), NULL);
+  else
+    note(h, ev, p, n, h->caches[MAP_SLAB_ID(w)]->type,
+         (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT)));
+}
+
+ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
   chunk *ch = chunk_of(p);
-  note(h, ev, p, n, ch, ch->map[chunk_page(p)]);
+  note_at(h, ev, p, n, ch, ch->map[chunk_page(p)]);
 }
 
 static int over_limit(lalloc *h, size_t osize, size_t nsize) {
@@ -380,8 +385,10 @@ CHECKED static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
     return p;
   }
   if (over_limit(h, 0, n)) return NULL;
-  void *p = alloc_slot(h, slot_of(tag), n);
-  if (p && h->watched) note_block(h, LALLOC_EV_ALLOC, p, n);
+  unsigned slot = slot_of(tag);
+  void *p = alloc_slot(h, slot, n);
+  /* A new block up to LA_SMALL_MAX bytes is a slab object. */
+  if (p && h->watched) note(h, LALLOC_EV_ALLOC, p, n, slot, n > LA_SMALL_MAX ? NULL : slab_of(p));
   return p;
 }
 
@@ -397,7 +404,7 @@ CHECKED static void free_checked(lalloc *h, void *p, size_t osize) {
   }
   chunk *ch = chunk_of(p);
   uint32_t w = ch->map[chunk_page(p)];
-  if (h->watched) note(h, LALLOC_EV_FREE, p, osize, ch, w);
+  if (h->watched) note_at(h, LALLOC_EV_FREE, p, osize, ch, w);
   free_at(h, ch, w, p, osize);
 }
 
@@ -529,9 +536,8 @@ void lalloc_set_limit(lalloc *h, size_t limit) {
 
 size_t lalloc_limit(const lalloc *h) { return h->limit == SIZE_MAX ? 0 : h->limit; }
 
-void lalloc_observe(lalloc *h, lalloc_observer fn, void *ud) {
-  h->obs = fn;
-  h->obs_ud = ud;
+void lalloc_observe(lalloc *h, MemAttr *m) {
+  h->attr = m;
   update_gates(h);
 }
 

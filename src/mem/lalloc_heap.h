@@ -61,8 +61,7 @@ struct lalloc {
   void *final_block;       /* freeing it (the last free of lua_close) closes the heap */
   int *gone;               /* set when the heap closes itself */
   lua_State *main, *thread;
-  lalloc_observer obs;
-  void *obs_ud;
+  struct MemAttr *attr;     /* memory attribution told of every event, NULL: none */
   trace tr;
   chunkset cs;
 };
