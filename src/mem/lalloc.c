@@ -2,7 +2,7 @@
    page arena, huge ones mapped on their own; per-type accounting exact at free time, a limit,
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
-   the checked paths, taken only when a limit, an observer, a trace or a replaced allocator
+   the checked paths, taken only when a limit, memory attribution, a trace or a replaced allocator
    asks for it (attribution's work is inline there: mem/memattr.h). See lalloc.h and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -19,8 +19,8 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SLOW __attribute__((noinline, cold))
-/* The checked paths: out of the fast paths, but not cold, since an observer (a profile that
-   attributes memory) sends every event through them. */
+/* The checked paths: out of the fast paths, but not cold, since memory attribution (a profile
+   running) sends every event through them. */
 #define CHECKED __attribute__((noinline))
 #define ALWAYS static inline __attribute__((always_inline))
 
@@ -332,10 +332,9 @@ const char *lalloc_trace(lalloc *h, const char *cmd, const char *name) {
 
 const char *lalloc_trace_cache(const lalloc *h) { return h->tr.c ? h->tr.c->name : NULL; }
 
-/* ---- the checked paths: limit, observer, trace, blocks of `prev` ----------------------- */
+/* ---- the checked paths: limit, attribution, trace, blocks of `prev` -------------------- */
 
 SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
-  if (!h->tr.on) return;
   if (ev != LALLOC_EV_FREE) lalloc_trace_record(h, p, n);
   else lalloc_trace_forget(h, p);
 }

@@ -86,7 +86,7 @@ const char *lalloc_slot_name(int slot);
 /* Lua 5.4's tags: 0 for memory that is no object, LUA_TSTRING (4) ... LUA_TTHREAD (8), then
    LUA_TUPVAL (9) and LUA_TPROTO (10) from lobject.h. Anything else is "other". */
 extern const uint8_t lalloc_slot_of_tag[16];
-/* The type slot of a tag (a new block's osize, or the tag the observer is given; -1: other). */
+/* The type slot of a tag (a new block's osize; -1: other). */
 static inline int lalloc_tag_slot(int tag) {
   return (unsigned)tag < 16 ? lalloc_slot_of_tag[tag] : LA_OTHER;
 }

@@ -48,7 +48,7 @@ struct lalloc {
   uint64_t magic;
   size_t limit;            /* SIZE_MAX: none */
   int foreign;             /* blocks of `prev` may be alive */
-  int watched;             /* an observer or a trace wants every event */
+  int watched;             /* attribution or a trace wants every event */
   int want_final;          /* the next allocation is the state's own block */
   lua_Alloc prevf;
   void *prevud;

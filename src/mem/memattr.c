@@ -1,4 +1,4 @@
-/* The observer runs inside lua_Alloc: no Lua API, no longjmp. Allocations made by cprof's own
+/* Attribution runs inside lua_Alloc: no Lua API, no longjmp. Allocations made by cprof's own
    hook (naming a function, registering a thread) are not the program's and are left out; frees
    are always looked up, since the collector can run inside the hook.
 
@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem/lalloc.h"
 #include "mem/memattr_note.h"
 #include "util/array.h"
 #include "util/fault.h"
@@ -74,8 +73,7 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl
       m->lost++;
       return;
     }
-    t->obj[memattr_index(t, block)] = (ObjAttr){node + 1, (float)at};
-    t->live++;
+    memattr_remember(t, block, node, at);
   } else {
     if ((!m->by_block.slots && idxmap_init(&m->by_block, 64)) ||
         array_reserve((void **)&m->blocks, &m->cblocks, sizeof *m->blocks, m->nblocks, 64) ||

@@ -40,6 +40,12 @@ static inline uint32_t memattr_index(const SlabAttr *t, const void *p) {
   return (uint32_t)((off * t->inv) >> 32);
 }
 
+/* Object `block` of the slab t describes is charged to `node`, born at `at`. */
+static inline void memattr_remember(SlabAttr *t, const void *block, uint32_t node, cprof_ticks at) {
+  t->obj[memattr_index(t, block)] = (ObjAttr){node + 1, (float)at};
+  t->live++;
+}
+
 static inline void memattr_count_alloc(MemStat *s, size_t size, int slot, cprof_ticks at) {
   if (s->allocs == 0) {
     s->first_alloc = at;
@@ -83,8 +89,7 @@ static inline void memattr_note_alloc(MemAttr *m, int event, void *block, size_t
     memattr_alloc_rare(m, block, size, slot, sl, node, at);
     return;
   }
-  t->obj[memattr_index(t, block)] = (ObjAttr){node + 1, (float)at};
-  t->live++;
+  memattr_remember(t, block, node, at);
   memattr_count_alloc(&m->stats[node], size, slot, at);
 }
 
