@@ -2,8 +2,9 @@
    page arena, huge ones mapped on their own; per-type accounting exact at free time, a limit,
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
-   the checked paths, taken only when a limit, memory attribution, a trace or a replaced allocator
-   asks for it (attribution's work is inline there: mem/memattr.h). See lalloc.h and docs/MEMORY.md. */
+   the checked paths, taken only when a limit, memory attribution, a trace or a replaced
+   allocator asks for it (attribution's work is inline there: mem/memattr_note.h). See lalloc.h
+   and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,9 +20,8 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SLOW __attribute__((noinline, cold))
-/* The checked paths: out of the fast paths, but not cold, since memory attribution (a profile
-   running) sends every event through them. */
-#define CHECKED __attribute__((noinline))
+/* Inline even into the checked paths: they are cold (compiled for size), yet memory
+   attribution sends every event through them. */
 #define ALWAYS static inline __attribute__((always_inline))
 
 #define LALLOC_MAGIC 0x6c616c6c6f63u
@@ -159,7 +159,7 @@ SLOW static void *alloc_large(lalloc *h, unsigned slot, size_t n) {
 }
 
 /* A block of n bytes for type slot `slot`; counts it. No limit check. */
-static inline void *alloc_slot(lalloc *h, unsigned slot, size_t n) {
+ALWAYS void *alloc_slot(lalloc *h, unsigned slot, size_t n) {
   if (UNLIKELY(n > LA_SMALL_MAX)) return alloc_large(h, slot, n);
   unsigned cls = size_class(n);
   cache *c = h->caches[slot * LA_NCLASS + cls];
@@ -193,7 +193,7 @@ SLOW static void free_large(lalloc *h, chunk *ch, void *p, uint32_t w, size_t os
 }
 
 /* Frees block p of ours, w the map word of its page in chunk ch. */
-static inline void free_at(lalloc *h, chunk *ch, uint32_t w, void *p, size_t osize) {
+ALWAYS void free_at(lalloc *h, chunk *ch, uint32_t w, void *p, size_t osize) {
   h->live -= osize;
   if (UNLIKELY(w & MAP_LARGE)) {
     free_large(h, ch, p, w, osize);
@@ -372,7 +372,7 @@ static int over_limit(lalloc *h, size_t osize, size_t nsize) {
   return 1;
 }
 
-CHECKED static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
+SLOW static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
   if (h->want_final) {
     /* The state's own block (lua_newstate's first allocation): a large block, so that the
        large-block path — not the fast path — sees it freed, last of all, by lua_close. */
@@ -391,7 +391,7 @@ CHECKED static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
   return p;
 }
 
-CHECKED static void free_checked(lalloc *h, void *p, size_t osize) {
+SLOW static void free_checked(lalloc *h, void *p, size_t osize) {
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
     int final = p == h->final_block;
     h->live -= osize;
@@ -407,7 +407,7 @@ CHECKED static void free_checked(lalloc *h, void *p, size_t osize) {
   free_at(h, ch, w, p, osize);
 }
 
-CHECKED static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize) {
+SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize) {
   if (over_limit(h, osize, nsize)) return NULL;
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
     /* A block of `prev`: move it into ours. */

@@ -11,7 +11,9 @@
 #include "mem/lalloc.h"
 #include "mem/memattr.h"
 
-/* They run inside lua_Alloc: no Lua API, no longjmp. */
+/* They run inside lua_Alloc: no Lua API, no longjmp. Inline even in the checked paths, which
+   are compiled as cold code (small) since they are off the fast paths. */
+#define MEMATTR_INLINE static inline __attribute__((always_inline))
 
 /* An allocation memattr_note_alloc leaves: a node with no record yet, a slab with no side table
    yet, a large block (sl NULL). */
@@ -26,7 +28,7 @@ void memattr_drop_table(MemAttr *m, SlabAttr *t);
    or its number reused), so a table is trusted only when it names the slab back. A slab with
    none (`attr` 0) and a free number find memattr_no_table, which names no slab. */
 extern SlabAttr memattr_no_table;
-static inline SlabAttr *memattr_table(const MemAttr *m, const slab *s) {
+MEMATTR_INLINE SlabAttr *memattr_table(const MemAttr *m, const slab *s) {
   uint32_t a = s->attr;
   if (a >= m->ntabs) return NULL;
   SlabAttr *t = m->tabs[a];
@@ -35,18 +37,19 @@ static inline SlabAttr *memattr_table(const MemAttr *m, const slab *s) {
 
 /* The index of object p in the slab t describes: its offset times 2^32 / size, rounded up, is
    exact for offsets below 2^32 / size (a slab is at most 16 pages). */
-static inline uint32_t memattr_index(const SlabAttr *t, const void *p) {
+MEMATTR_INLINE uint32_t memattr_index(const SlabAttr *t, const void *p) {
   uint64_t off = (uint64_t)((const char *)p - (const char *)t->slab - SLAB_HDR);
   return (uint32_t)((off * t->inv) >> 32);
 }
 
 /* Object `block` of the slab t describes is charged to `node`, born at `at`. */
-static inline void memattr_remember(SlabAttr *t, const void *block, uint32_t node, cprof_ticks at) {
+MEMATTR_INLINE void memattr_remember(SlabAttr *t, const void *block, uint32_t node,
+                                     cprof_ticks at) {
   t->obj[memattr_index(t, block)] = (ObjAttr){node + 1, (float)at};
   t->live++;
 }
 
-static inline void memattr_count_alloc(MemStat *s, size_t size, int slot, cprof_ticks at) {
+MEMATTR_INLINE void memattr_count_alloc(MemStat *s, size_t size, int slot, cprof_ticks at) {
   if (s->allocs == 0) {
     s->first_alloc = at;
     s->min = size;
@@ -59,7 +62,7 @@ static inline void memattr_count_alloc(MemStat *s, size_t size, int slot, cprof_
 }
 
 /* A block charged to s, born at `birth`, is freed at `at`. */
-static inline void memattr_count_free(MemStat *s, size_t size, int slot, cprof_ticks birth,
+MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_ticks birth,
                                       cprof_ticks at) {
   /* The clock never goes back; a birth rounded to a float may be a little late. */
   uint64_t life = at > birth ? (uint64_t)(at - birth) : 0;
@@ -78,7 +81,7 @@ static inline void memattr_count_free(MemStat *s, size_t size, int slot, cprof_t
    Allocations made by cprof's own hook are not the program's; a block born before the profile
    (the string table, a stack, a table made earlier) that Lua moves stays out of it: its
    allocation was not the program's code running now. */
-static inline void memattr_note_alloc(MemAttr *m, int event, void *block, size_t size, int slot,
+MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int event, void *block, size_t size, int slot,
                                       slab *sl) {
   if (m->in_hook || (event == LALLOC_EV_MOVE && !m->freed_known)) return;
   uint32_t node = m->where(m->where_ud);
@@ -94,7 +97,7 @@ static inline void memattr_note_alloc(MemAttr *m, int event, void *block, size_t
 }
 
 /* Block `block` is about to be freed: credited to its node if it was attributed. */
-static inline void memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
+MEMATTR_INLINE void memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
                                      const slab *sl) {
   if (__builtin_expect(!sl, 0)) {
     memattr_free_large(m, block, size, slot);
