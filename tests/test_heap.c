@@ -5,7 +5,7 @@
  * without a replaced allocator's blocks, each live block filled with a pattern of its own that
  * must be intact when it is freed or moved, and the heap's invariant check (lalloc_check) after
  * each step; every OS and metadata failure; whole Lua states (cprof_newstate), alone and in
- * several threads at once; the observer and the trace of one cache.
+ * several threads at once; memory attribution's events and the trace of one cache.
  *
  *   test_heap [seed]      exit status 0 when everything passed
  */
@@ -22,6 +22,7 @@
 #include "cprof.h"
 #include "ctest.h"
 #include "mem/lalloc.h"
+#include "mem/memattr.h"
 #include "util/fault.h"
 
 /* ---- the lua_Alloc directly ------------------------------------------------------------- */
@@ -286,38 +287,38 @@ static void test_states(void) {
   lua_close(L);
 }
 
-/* The observer: told about each allocation and free, with the Lua type. */
-typedef struct seen {
-  long allocs, frees, tables;
-  long long bytes;
-} seen;
-static void observer(void *ud, int ev, void *block, size_t size, int tag) {
-  seen *s = ud;
-  (void)block;
-  if (ev != LALLOC_EV_FREE) {
-    s->allocs++;
-    s->bytes += (long long)size;
-    if (tag == LUA_TTABLE) s->tables++;
-  } else {
-    s->frees++;
-    s->bytes -= (long long)size;
-    if (tag == LUA_TTABLE) s->tables--;
-  }
+/* Memory attribution told of each allocation and free by the heap (lalloc_observe, which
+   memattr_start calls), every block charged to node 1. */
+static uint32_t node_one(void *ud) {
+  (void)ud;
+  return 1;
 }
 
 static void test_observer_and_trace(void) {
   lua_State *L = cprof_newstate();
   luaL_openlibs(L);
-  seen s = {0};
   lalloc *h = lalloc_of(L);
+  /* No collection: the blocks born before attribution that Lua frees or moves meanwhile (not
+     charged) could only make Lua's count grow by less than what was charged. */
+  lua_gc(L, LUA_GCSTOP, 0);
   size_t before = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB, 0);
-  lalloc_observe(h, observer, &s);
+  MemAttr m = {0};
+  cprof_ticks now = 0;
+  memattr_start(&m, L, node_one, NULL, &now);
+  CHECK(m.heap == h, "attribution observes the heap");
   CHECK(luaL_dostring(L, "keep = {} for i = 1, 1000 do keep[i] = {} end") == LUA_OK, "run");
-  lalloc_observe(h, NULL, NULL);
+  memattr_stop(&m);
   size_t after = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB, 0);
-  CHECK(s.bytes == (long long)after - (long long)before, "observer saw every byte: %lld vs %zd",
-        s.bytes, (ssize_t)(after - before));
-  CHECK(s.tables >= 1001, "observer saw the tables: %ld", s.tables);
+  const MemStat *ms = memattr_of(&m, 1);
+  CHECK(ms && m.lost == 0, "everything charged");
+  if (ms) {
+    CHECK(ms->type_allocs[LA_TABLE] - ms->type_frees[LA_TABLE] >= 1001, "the tables, live: %llu",
+          (unsigned long long)(ms->type_allocs[LA_TABLE] - ms->type_frees[LA_TABLE]));
+    CHECK(ms->bytes - ms->freed <= after - before, "charged %llu live bytes of %zu grown",
+          (unsigned long long)(ms->bytes - ms->freed), after - before);
+  }
+  memattr_free(&m);
+  lua_gc(L, LUA_GCRESTART, 0);
 
   CHECK(lalloc_trace(h, "start", "table_56") == NULL, "trace start");
   CHECK(lalloc_trace(h, "start", "string_32") != NULL, "one cache at a time");

@@ -2,7 +2,8 @@
  * tests/test_memattr.c — memory attribution (mem/memattr.c) on a state with cprof's allocator,
  * with the node and the clock set by the test: exact counts, sizes, lifetimes and types per
  * node, slab objects (side tables) and large blocks (the map) alike; blocks born before it
- * started left out when Lua moves them; and every allocation of its own made to fail in turn,
+ * started left out when Lua moves them; side tables of an earlier attribution not trusted,
+ * dropped tables' numbers reused; and every allocation of its own made to fail in turn,
  * each failure counted in `lost` and nothing else changed.
  */
 #include <string.h>
@@ -106,6 +107,46 @@ static void test_moves(void) {
   lua_close(L);
 }
 
+/* A second attribution on the same state: the slabs still carry the side-table numbers of the
+   first one (stopped, its tables kept), which it must not trust; the first one's blocks freed
+   meanwhile are no one's; tables dropped when their slab's last attributed object goes, and
+   their numbers reused, with exact counts throughout. */
+static int call(lua_State *L, const char *fn) {
+  lua_getglobal(L, fn);
+  return lua_pcall(L, 0, 0, 0) == LUA_OK;
+}
+
+static void test_stale_tables(void) {
+  lua_State *L = cprof_newstate();
+  luaL_openlibs(L);
+  CHECK(run(L, "keep = {} mine = false "
+               "function make_a() for i = 1, 100 do keep[i] = {} end end "
+               "function drop_a() keep = false collectgarbage() end "
+               "function make_b() mine = {} for i = 1, 100 do mine[i] = {} end end "
+               "function drop_b() mine = false collectgarbage() end "
+               "collectgarbage() collectgarbage('stop')"), "setup");
+  MemAttr a = {0}, b = {0};
+  cur_node = 7;
+  memattr_start(&a, L, where, NULL, &clock_now);
+  CHECK(call(L, "make_a"), "make_a");
+  memattr_stop(&a);
+  cur_node = 8;
+  memattr_start(&b, L, where, NULL, &clock_now);
+  CHECK(call(L, "drop_a") && call(L, "make_b") && call(L, "drop_b") && call(L, "make_b"), "b");
+  memattr_stop(&b);
+  const MemStat *sa = memattr_of(&a, 7), *sb = memattr_of(&b, 8);
+  CHECK(sa && sa->type_allocs[LA_TABLE] == 100 && sa->type_frees[LA_TABLE] == 0,
+        "the first attribution saw its 100 tables and none freed");
+  CHECK(sb && sb->type_allocs[LA_TABLE] == 202 && sb->type_frees[LA_TABLE] == 101,
+        "the second: 2 x 101 tables made, the first 101 freed: %llu, %llu",
+        sb ? (unsigned long long)sb->type_allocs[LA_TABLE] : 0ull,
+        sb ? (unsigned long long)sb->type_frees[LA_TABLE] : 0ull);
+  CHECK(a.lost == 0 && b.lost == 0, "nothing lost");
+  memattr_free(&a);
+  memattr_free(&b);
+  lua_close(L);
+}
+
 /* Every allocation attribution makes fails in turn: the program's result is the same, the
    failure is counted, and (under ASan) nothing leaks. */
 static void test_out_of_memory(void) {
@@ -138,6 +179,7 @@ int main(int argc, char **argv) {
   ctest_seed(argc, argv);
   test_exact();
   test_moves();
+  test_stale_tables();
   test_out_of_memory();
   return ctest_done("test_memattr");
 }

@@ -2,8 +2,9 @@
    page arena, huge ones mapped on their own; per-type accounting exact at free time, a limit,
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
-   the checked paths, taken only when a limit, an observer, a trace or a replaced allocator
-   asks for it. See lalloc.h and docs/MEMORY.md. */
+   the checked paths, taken only when a limit, memory attribution, a trace or a replaced
+   allocator asks for it (attribution's work is inline there: mem/memattr_note.h). See lalloc.h
+   and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +13,16 @@
 #include <lauxlib.h>
 
 #include "mem/lalloc_heap.h"
+#include "mem/memattr_note.h"
 #include "util/compat.h"
 #include "util/fault.h"
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SLOW __attribute__((noinline, cold))
+/* Inline even into the checked paths: they are cold (compiled for size), yet memory
+   attribution sends every event through them. */
+#define ALWAYS static inline __attribute__((always_inline))
 
 #define LALLOC_MAGIC 0x6c616c6c6f63u
 
@@ -59,7 +64,7 @@ int lalloc_slot_tag(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_tags[
 static cache cache_none = {.cur = &slab_none};
 
 static void update_gates(lalloc *h) {
-  h->watched = h->obs != NULL || (h->tr.c != NULL && h->tr.on);
+  h->watched = h->attr != NULL || (h->tr.c != NULL && h->tr.on);
   h->gate = (h->watched || h->want_final) ? 0 : h->limit;
   h->slowfree = h->foreign || h->watched;
 }
@@ -154,7 +159,7 @@ SLOW static void *alloc_large(lalloc *h, unsigned slot, size_t n) {
 }
 
 /* A block of n bytes for type slot `slot`; counts it. No limit check. */
-static inline void *alloc_slot(lalloc *h, unsigned slot, size_t n) {
+ALWAYS void *alloc_slot(lalloc *h, unsigned slot, size_t n) {
   if (UNLIKELY(n > LA_SMALL_MAX)) return alloc_large(h, slot, n);
   unsigned cls = size_class(n);
   cache *c = h->caches[slot * LA_NCLASS + cls];
@@ -187,10 +192,8 @@ SLOW static void free_large(lalloc *h, chunk *ch, void *p, uint32_t w, size_t os
   if (UNLIKELY(p == h->final_block)) lalloc_delete(h);
 }
 
-/* Frees a block of ours. */
-static inline void free_ours(lalloc *h, void *p, size_t osize) {
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
+/* Frees block p of ours, w the map word of its page in chunk ch. */
+ALWAYS void free_at(lalloc *h, chunk *ch, uint32_t w, void *p, size_t osize) {
   h->live -= osize;
   if (UNLIKELY(w & MAP_LARGE)) {
     free_large(h, ch, p, w, osize);
@@ -199,6 +202,11 @@ static inline void free_ours(lalloc *h, void *p, size_t osize) {
   cache *c = h->caches[MAP_SLAB_ID(w)];
   c->req -= osize;
   cache_free(c, p);
+}
+
+static inline void free_ours(lalloc *h, void *p, size_t osize) {
+  chunk *ch = chunk_of(p);
+  free_at(h, ch, ch->map[chunk_page(p)], p, osize);
 }
 
 /* ---- reallocation ---------------------------------------------------------------------- */
@@ -324,30 +332,38 @@ const char *lalloc_trace(lalloc *h, const char *cmd, const char *name) {
 
 const char *lalloc_trace_cache(const lalloc *h) { return h->tr.c ? h->tr.c->name : NULL; }
 
-/* ---- the checked paths: limit, observer, trace, blocks of `prev` ----------------------- */
+/* ---- the checked paths: limit, attribution, trace, blocks of `prev` -------------------- */
 
-/* Block p of n bytes, just allocated (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed (LALLOC_EV_FREE):
-   the trace of its cache (when that cache is traced) and the observer hear of it. */
-static void note(lalloc *h, int ev, void *p, size_t n) {
-  unsigned slot;
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
-  if (w & MAP_LARGE) {
-    slot = MAP_LARGE_TYPE(w);
-  } else {
-    cache *c = h->caches[MAP_SLAB_ID(w)];
-    slot = c->type;
-    if (c->traced && h->tr.on) {
-      if (ev != LALLOC_EV_FREE) lalloc_trace_record(h, p, n);
-      else lalloc_trace_forget(h, p);
-    }
-  }
-  if (h->obs) h->obs(h->obs_ud, ev, p, n, slot_tags[slot]);
+SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
+  if (ev != LALLOC_EV_FREE) lalloc_trace_record(h, p, n);
+  else lalloc_trace_forget(h, p);
 }
 
-static void note_alloc(lalloc *h, void *p, size_t n) { note(h, LALLOC_EV_ALLOC, p, n); }
-static void note_free(lalloc *h, void *p, size_t osize) { note(h, LALLOC_EV_FREE, p, osize); }
-static void note_move(lalloc *h, void *p, size_t n) { note(h, LALLOC_EV_MOVE, p, n); }
+/* Block p of n bytes and type slot `slot`, in slab s (NULL: a large block), just allocated
+   (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed (LALLOC_EV_FREE): the trace of its
+   cache (when that cache is traced) and memory attribution hear of it. Its callers know the
+   slab and the slot already or find them with one read of the page map, which a free needs
+   anyway. */
+ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s) {
+  if (UNLIKELY(h->tr.on) && s && s->cache->traced) note_trace(h, ev, p, n);
+  if (!h->attr) return;
+  if (ev == LALLOC_EV_FREE) memattr_note_free(h->attr, p, n, (int)slot, s);
+  else memattr_note_alloc(h->attr, ev, p, n, (int)slot, s);
+}
+
+/* The same, w the map word of p's page in chunk ch. */
+ALWAYS void note_at(lalloc *h, int ev, void *p, size_t n, chunk *ch, uint32_t w) {
+  if (w & MAP_LARGE)
+    note(h, ev, p, n, MAP_LARGE_TYPE(w), NULL);
+  else
+    note(h, ev, p, n, h->caches[MAP_SLAB_ID(w)]->type,
+         (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT)));
+}
+
+ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
+  chunk *ch = chunk_of(p);
+  note_at(h, ev, p, n, ch, ch->map[chunk_page(p)]);
+}
 
 static int over_limit(lalloc *h, size_t osize, size_t nsize) {
   if (nsize <= osize || h->live - osize + nsize <= h->limit) return 0;
@@ -368,8 +384,10 @@ SLOW static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
     return p;
   }
   if (over_limit(h, 0, n)) return NULL;
-  void *p = alloc_slot(h, slot_of(tag), n);
-  if (p && h->watched) note_alloc(h, p, n);
+  unsigned slot = slot_of(tag);
+  void *p = alloc_slot(h, slot, n);
+  /* A new block up to LA_SMALL_MAX bytes is a slab object. */
+  if (p && h->watched) note(h, LALLOC_EV_ALLOC, p, n, slot, n > LA_SMALL_MAX ? NULL : slab_of(p));
   return p;
 }
 
@@ -383,8 +401,10 @@ SLOW static void free_checked(lalloc *h, void *p, size_t osize) {
     if (final) lalloc_delete(h);
     return;
   }
-  if (h->watched) note_free(h, p, osize);
-  free_ours(h, p, osize);
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  if (h->watched) note_at(h, LALLOC_EV_FREE, p, osize, ch, w);
+  free_at(h, ch, w, p, osize);
 }
 
 SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize) {
@@ -406,13 +426,13 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
     h->live -= osize;
     h->foreign_live -= osize;
     h->foreign_frees++;
-    if (h->watched) note_move(h, q, nsize);
+    if (h->watched) note_block(h, LALLOC_EV_MOVE, q, nsize);
     return q;
   }
   if (!h->watched) return realloc_ours(h, p, osize, nsize);
-  note_free(h, p, osize);
+  note_block(h, LALLOC_EV_FREE, p, osize);
   void *q = realloc_ours(h, p, osize, nsize);
-  note_move(h, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
+  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
   return q;
 }
 
@@ -515,9 +535,8 @@ void lalloc_set_limit(lalloc *h, size_t limit) {
 
 size_t lalloc_limit(const lalloc *h) { return h->limit == SIZE_MAX ? 0 : h->limit; }
 
-void lalloc_observe(lalloc *h, lalloc_observer fn, void *ud) {
-  h->obs = fn;
-  h->obs_ud = ud;
+void lalloc_observe(lalloc *h, MemAttr *m) {
+  h->attr = m;
   update_gates(h);
 }
 

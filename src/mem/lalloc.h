@@ -31,14 +31,12 @@ enum {
 
 typedef struct lalloc lalloc;
 
-/* The hook for memory attribution (docs/MEMORY.md): called after each allocation and before
-   each free, with the block, its size as Lua counts it and its Lua type tag (0 for memory that
-   is not an object). A realloc is a free of the old block and then LALLOC_EV_MOVE, the
+/* The events of memory attribution (mem/memattr.h, docs/MEMORY.md): after each allocation and
+   before each free. A realloc is a free of the old block and then LALLOC_EV_MOVE, the
    allocation of the new one (which continues the old block: an attribution may leave a block
-   out of the profile for good). It runs inside lua_Alloc: it must not call the Lua API nor
-   longjmp. */
+   out of the profile for good). */
 enum { LALLOC_EV_ALLOC = 1, LALLOC_EV_FREE = 2, LALLOC_EV_MOVE = 3 };
-typedef void (*lalloc_observer)(void *ud, int event, void *block, size_t size, int tag);
+struct MemAttr;
 
 /* A heap in front of `prev` (NULL: a heap of a state that was made with it), or NULL when the
    metadata cannot be allocated. fail_after: as lalloc_fail_after, from the start (tests). */
@@ -63,7 +61,8 @@ void lalloc_set_foreign(lalloc *h, size_t bytes);
    0: no limit. */
 void lalloc_set_limit(lalloc *h, size_t limit);
 size_t lalloc_limit(const lalloc *h);
-void lalloc_observe(lalloc *h, lalloc_observer fn, void *ud);
+/* Every allocation and free is told to attribution m from now on (NULL: none). */
+void lalloc_observe(lalloc *h, struct MemAttr *m);
 /* The thread whose Lua stack a trace records (default: the main thread). The profiler's hook
    can keep this up to date; it must be a live thread of this state. */
 void lalloc_set_thread(lalloc *h, lua_State *L);
@@ -87,7 +86,7 @@ const char *lalloc_slot_name(int slot);
 /* Lua 5.4's tags: 0 for memory that is no object, LUA_TSTRING (4) ... LUA_TTHREAD (8), then
    LUA_TUPVAL (9) and LUA_TPROTO (10) from lobject.h. Anything else is "other". */
 extern const uint8_t lalloc_slot_of_tag[16];
-/* The type slot of a tag (a new block's osize, or the tag the observer is given; -1: other). */
+/* The type slot of a tag (a new block's osize; -1: other). */
 static inline int lalloc_tag_slot(int tag) {
   return (unsigned)tag < 16 ? lalloc_slot_of_tag[tag] : LA_OTHER;
 }

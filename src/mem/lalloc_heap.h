@@ -48,7 +48,7 @@ struct lalloc {
   uint64_t magic;
   size_t limit;            /* SIZE_MAX: none */
   int foreign;             /* blocks of `prev` may be alive */
-  int watched;             /* an observer or a trace wants every event */
+  int watched;             /* attribution or a trace wants every event */
   int want_final;          /* the next allocation is the state's own block */
   lua_Alloc prevf;
   void *prevud;
@@ -61,8 +61,7 @@ struct lalloc {
   void *final_block;       /* freeing it (the last free of lua_close) closes the heap */
   int *gone;               /* set when the heap closes itself */
   lua_State *main, *thread;
-  lalloc_observer obs;
-  void *obs_ud;
+  struct MemAttr *attr;     /* memory attribution told of every event, NULL: none */
   trace tr;
   chunkset cs;
 };

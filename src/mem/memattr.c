@@ -1,4 +1,4 @@
-/* The observer runs inside lua_Alloc: no Lua API, no longjmp. Allocations made by cprof's own
+/* Attribution runs inside lua_Alloc: no Lua API, no longjmp. Allocations made by cprof's own
    hook (naming a function, registering a thread) are not the program's and are left out; frees
    are always looked up, since the collector can run inside the hook.
 
@@ -9,11 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "mem/lalloc.h"
-#include "mem/memattr.h"
+#include "mem/memattr_note.h"
 #include "util/array.h"
 #include "util/fault.h"
 #include "util/hash.h"
+
+SlabAttr memattr_no_table;
 
 typedef struct BlockProbe {
   const MemAttr *m;
@@ -24,26 +25,6 @@ static int block_matches(const BlockProbe *q, uint32_t i) { return q->m->blocks[
 
 static uint32_t block_hash(const void *p) { return hash_ptr_line(p, 0); }
 
-/* The slab of block p, or NULL when p is a large block. */
-static slab *slab_holding(const void *p) {
-  chunk *ch = chunk_of(p);
-  return ch->map[chunk_page(p)] & MAP_LARGE ? NULL : slab_of(p);
-}
-
-static SlabAttr *table_of(const MemAttr *m, const slab *s) {
-  uint32_t a = s->attr;
-  if (a == 0 || a > m->ntabs) return NULL;
-  SlabAttr *t = m->tabs[a - 1];
-  return t && t->slab == s ? t : NULL;
-}
-
-/* The index of object p in the slab t describes: its offset times 2^32 / size, rounded up, is
-   exact for offsets below 2^32 / size (a slab is at most 16 pages). */
-static uint32_t index_in(const SlabAttr *t, const void *p) {
-  uint64_t off = (uint64_t)((const char *)p - (const char *)t->slab - SLAB_HDR);
-  return (uint32_t)((off * t->inv) >> 32);
-}
-
 /* A new side table for slab s (its number in s->attr), or NULL when out of memory. */
 static SlabAttr *new_table(MemAttr *m, slab *s) {
   uint32_t n = s->total;
@@ -52,7 +33,8 @@ static SlabAttr *new_table(MemAttr *m, slab *s) {
   uint32_t num;
   if (m->nfree) {
     num = m->free_nums[--m->nfree];
-  } else if (array_reserve((void **)&m->tabs, &m->ctabs, sizeof *m->tabs, m->ntabs, 64) == 0) {
+  } else if (array_reserve((void **)&m->tabs, &m->ctabs, sizeof *m->tabs, m->ntabs + 1, 64) == 0) {
+    if (m->ntabs == 0) m->tabs[m->ntabs++] = &memattr_no_table;
     num = m->ntabs++;
   } else {
     free(t);
@@ -64,40 +46,34 @@ static SlabAttr *new_table(MemAttr *m, slab *s) {
   t->inv = ((1ull << 32) + s->cache->objsize - 1) / s->cache->objsize;
   memset(t->obj, 0, (size_t)n * sizeof *t->obj);
   m->tabs[num] = t;
-  s->attr = num + 1;
+  s->attr = num;
   return t;
 }
 
 /* The last attributed object of the table's slab is gone: its number is free again (a free
    slot of free_nums was reserved when the table was made, so this cannot fail). */
-static void drop_table(MemAttr *m, SlabAttr *t) {
-  const slab *s = t->slab;
-  uint32_t num = s->attr - 1;
-  m->tabs[num] = NULL;
+void memattr_drop_table(MemAttr *m, SlabAttr *t) {
+  uint32_t num = t->slab->attr;
+  m->tabs[num] = &memattr_no_table;
   m->free_nums[m->nfree++] = num;
   free(t);
 }
 
-static void on_alloc(MemAttr *m, void *block, size_t size, int tag) {
-  uint32_t node = m->where(m->where_ud);
-  if (node == IDX_NONE) return;  /* no profiled frame is running */
+void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl, uint32_t node,
+                        cprof_ticks at) {
   if (node >= m->cstats && array_reserve((void **)&m->stats, &m->cstats, sizeof *m->stats, node, 512)) {
     m->lost++;
     return;
   }
-  cprof_ticks at = *m->now - m->t0;
-  slab *sl = slab_holding(block);
   if (sl) {
-    SlabAttr *t = table_of(m, sl);
+    SlabAttr *t = memattr_table(m, sl);
     /* Room in free_nums for every number there may be, so that dropping a table never fails. */
     if (!t && (array_reserve((void **)&m->free_nums, &m->cfree, sizeof *m->free_nums, m->ntabs, 64) ||
                !(t = new_table(m, sl)))) {
       m->lost++;
       return;
     }
-    uint32_t i = index_in(t, block);
-    t->obj[i] = (ObjAttr){node + 1, (float)at};
-    t->live++;
+    memattr_remember(t, block, node, at);
   } else {
     if ((!m->by_block.slots && idxmap_init(&m->by_block, 64)) ||
         array_reserve((void **)&m->blocks, &m->cblocks, sizeof *m->blocks, m->nblocks, 64) ||
@@ -107,66 +83,22 @@ static void on_alloc(MemAttr *m, void *block, size_t size, int tag) {
     }
     m->blocks[m->nblocks++] = (Block){block, node, at};
   }
-  MemStat *s = &m->stats[node];
-  if (s->allocs == 0) s->first_alloc = at;
-  if (s->allocs == 0 || size < s->min) s->min = size;
-  if (size > s->max) s->max = size;
-  s->allocs++;
-  s->bytes += size;
-  s->type_allocs[lalloc_tag_slot(tag)]++;
+  memattr_count_alloc(&m->stats[node], size, slot, at);
 }
 
-/* Forgets block p: returns its node and sets *birth, or returns IDX_NONE when it was not
-   attributed (allocated before profiling, or by cprof). */
-static uint32_t forget(MemAttr *m, void *block, cprof_ticks *birth) {
-  slab *sl = slab_holding(block);
-  if (sl) {
-    SlabAttr *t = table_of(m, sl);
-    if (!t) return IDX_NONE;
-    ObjAttr *o = &t->obj[index_in(t, block)];
-    uint32_t node = o->node;
-    if (node == 0) return IDX_NONE;
-    o->node = 0;
-    *birth = (cprof_ticks)o->birth;
-    if (--t->live == 0) drop_table(m, t);
-    return node - 1;
-  }
-  if (!m->by_block.slots) return IDX_NONE;
+void memattr_free_large(MemAttr *m, void *block, size_t size, int slot) {
+  m->freed_known = 0;
+  if (!m->by_block.slots) return;
   BlockProbe q = {m, block};
   uint32_t h = block_hash(block), i;
   IDXMAP_FIND(&m->by_block, h, block_matches, &q, i);
-  if (i == IDX_NONE) return IDX_NONE;
+  if (i == IDX_NONE) return;
+  m->freed_known = 1;
   uint32_t node = m->blocks[i].node;
-  *birth = m->blocks[i].birth;
+  cprof_ticks birth = m->blocks[i].birth;
   idxmap_remove_record(&m->by_block, m->blocks, sizeof *m->blocks, &m->nblocks, i, h,
                        block_hash(m->blocks[m->nblocks - 1].ptr));
-  return node;
-}
-
-static void on_free(MemAttr *m, void *block, size_t size, int tag) {
-  cprof_ticks birth = 0;
-  uint32_t node = forget(m, block, &birth);
-  m->freed_known = node != IDX_NONE;
-  if (node == IDX_NONE) return;
-  MemStat *s = &m->stats[node];
-  cprof_ticks at = *m->now - m->t0;
-  /* The clock never goes back; a birth rounded to a float may be a little late. */
-  uint64_t life = at > birth ? (uint64_t)(at - birth) : 0;
-  if (s->frees == 0 || life < s->life_min) s->life_min = life;
-  if (life > s->life_max) s->life_max = life;
-  s->life_total += life;
-  s->last_free = at;
-  s->frees++;
-  s->freed += size;
-  s->type_frees[lalloc_tag_slot(tag)]++;
-}
-
-static void observe(void *ud, int event, void *block, size_t size, int tag) {
-  MemAttr *m = ud;
-  /* A block born before the profile (the string table, a stack, a table made earlier) that Lua
-     moves stays out of it: its allocation was not the program's code running now. */
-  if (event == LALLOC_EV_FREE) on_free(m, block, size, tag);
-  else if (!m->in_hook && (event == LALLOC_EV_ALLOC || m->freed_known)) on_alloc(m, block, size, tag);
+  memattr_count_free(&m->stats[node], size, slot, birth, *m->now - m->t0);
 }
 
 void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
@@ -180,12 +112,12 @@ void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud
   m->where = where;
   m->where_ud = where_ud;
   lalloc_set_thread(h, L);
-  lalloc_observe(h, observe, m);
+  lalloc_observe(h, m);
 }
 
 void memattr_stop(MemAttr *m) {
   if (!m->heap) return;
-  lalloc_observe(m->heap, NULL, NULL);
+  lalloc_observe(m->heap, NULL);
   m->heap = NULL;
 }
 
@@ -194,7 +126,8 @@ void memattr_thread(MemAttr *m, lua_State *L) {
 }
 
 void memattr_free(MemAttr *m) {
-  for (uint32_t i = 0; i < m->ntabs; i++) free(m->tabs[i]);
+  for (uint32_t i = 0; i < m->ntabs; i++)
+    if (m->tabs[i] != &memattr_no_table) free(m->tabs[i]);
   free(m->tabs);
   free(m->free_nums);
   free(m->stats);

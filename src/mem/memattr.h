@@ -25,6 +25,8 @@
 #include "cprof.h"
 #include "util/idxmap.h"
 
+struct slab;
+
 /* The Lua types counted per node, the allocator's type slots (mem/lalloc.h: LA_RAW ...
    LA_OTHER): raw, string, table, function, userdata, thread, upvalue, proto, other. */
 enum { MEM_NTYPES = 9 };
@@ -55,7 +57,7 @@ typedef struct ObjAttr {
 
 /* The side table of one slab. */
 typedef struct SlabAttr {
-  const void *slab;        /* the slab described (a slab's `attr` is trusted only if it matches) */
+  const struct slab *slab; /* the slab described (a slab's `attr` is trusted only if it matches) */
   uint32_t live;           /* attributed objects alive in it */
   uint32_t n;              /* objects in the slab */
   uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
@@ -75,7 +77,8 @@ typedef struct MemAttr {
   Block *blocks;           /* the large blocks */
   uint32_t nblocks, cblocks;
   IdxMap by_block;         /* large blocks by address */
-  SlabAttr **tabs;         /* the slabs' side tables by number; NULL: a free number */
+  SlabAttr **tabs;         /* the slabs' side tables by number; number 0 and the free
+                              numbers: memattr_no_table */
   uint32_t ntabs, ctabs;
   uint32_t *free_nums;     /* the free numbers, to reuse */
   uint32_t nfree, cfree;

@@ -32,7 +32,7 @@ typedef struct slab {
   uint32_t busy, total;    /* objects allocated; objects in the slab */
   uint32_t listed;         /* on the partial list */
   uint32_t attr;           /* memory attribution's side table of these objects (mem/memattr.c):
-                              its number + 1, 0 for none; a new slab starts with none */
+                              its number, 0 for none; a new slab starts with none */
 } slab;
 
 #define SLAB_HDR 64

@@ -1,0 +1,116 @@
+/*
+ * mem/memattr_note.h — memory attribution's side of each allocation and free (mem/memattr.h),
+ * inline in the allocator's checked paths (mem/lalloc.c), which have the block's slab and type
+ * slot at hand: the common case (a slab object, a node with a record, a slab with a side table)
+ * makes no call but where(). The rest is in memattr.c. Apart from memattr.h, since it needs the
+ * allocator's internals (mem/slab.h), which the profiler's other files need not see.
+ */
+#ifndef CPROF_MEMATTR_NOTE_H
+#define CPROF_MEMATTR_NOTE_H
+
+#include "mem/lalloc.h"
+#include "mem/memattr.h"
+
+/* They run inside lua_Alloc: no Lua API, no longjmp. Inline even in the checked paths, which
+   are compiled as cold code (small) since they are off the fast paths. */
+#define MEMATTR_INLINE static inline __attribute__((always_inline))
+
+/* An allocation memattr_note_alloc leaves: a node with no record yet, a slab with no side table
+   yet, a large block (sl NULL). */
+void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl, uint32_t node,
+                        cprof_ticks at);
+/* The free of a large block. */
+void memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
+/* The side table's last attributed object is gone. */
+void memattr_drop_table(MemAttr *m, SlabAttr *t);
+
+/* Slab s's side table, or NULL: a slab's `attr` may be stale (left by an earlier attribution,
+   or its number reused), so a table is trusted only when it names the slab back. A slab with
+   none (`attr` 0) and a free number find memattr_no_table, which names no slab. */
+extern SlabAttr memattr_no_table;
+MEMATTR_INLINE SlabAttr *memattr_table(const MemAttr *m, const slab *s) {
+  uint32_t a = s->attr;
+  if (a >= m->ntabs) return NULL;
+  SlabAttr *t = m->tabs[a];
+  return t->slab == s ? t : NULL;
+}
+
+/* The index of object p in the slab t describes: its offset times 2^32 / size, rounded up, is
+   exact for offsets below 2^32 / size (a slab is at most 16 pages). */
+MEMATTR_INLINE uint32_t memattr_index(const SlabAttr *t, const void *p) {
+  uint64_t off = (uint64_t)((const char *)p - (const char *)t->slab - SLAB_HDR);
+  return (uint32_t)((off * t->inv) >> 32);
+}
+
+/* Object `block` of the slab t describes is charged to `node`, born at `at`. */
+MEMATTR_INLINE void memattr_remember(SlabAttr *t, const void *block, uint32_t node,
+                                     cprof_ticks at) {
+  t->obj[memattr_index(t, block)] = (ObjAttr){node + 1, (float)at};
+  t->live++;
+}
+
+MEMATTR_INLINE void memattr_count_alloc(MemStat *s, size_t size, int slot, cprof_ticks at) {
+  if (s->allocs == 0) {
+    s->first_alloc = at;
+    s->min = size;
+  }
+  if (size < s->min) s->min = size;
+  if (size > s->max) s->max = size;
+  s->allocs++;
+  s->bytes += size;
+  s->type_allocs[slot]++;
+}
+
+/* A block charged to s, born at `birth`, is freed at `at`. */
+MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_ticks birth,
+                                      cprof_ticks at) {
+  /* The clock never goes back; a birth rounded to a float may be a little late. */
+  uint64_t life = at > birth ? (uint64_t)(at - birth) : 0;
+  if (s->frees == 0) s->life_min = life;
+  if (life < s->life_min) s->life_min = life;
+  if (life > s->life_max) s->life_max = life;
+  s->life_total += life;
+  s->last_free = at;
+  s->frees++;
+  s->freed += size;
+  s->type_frees[slot]++;
+}
+
+/* Block `block` of `size` bytes and type slot `slot`, in slab sl (NULL: a large block), was
+   just allocated (event LALLOC_EV_ALLOC) or continues a block just freed (LALLOC_EV_MOVE).
+   Allocations made by cprof's own hook are not the program's; a block born before the profile
+   (the string table, a stack, a table made earlier) that Lua moves stays out of it: its
+   allocation was not the program's code running now. */
+MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int event, void *block, size_t size, int slot,
+                                      slab *sl) {
+  if (m->in_hook || (event == LALLOC_EV_MOVE && !m->freed_known)) return;
+  uint32_t node = m->where(m->where_ud);
+  if (node == IDX_NONE) return;  /* no profiled frame is running */
+  cprof_ticks at = *m->now - m->t0;
+  SlabAttr *t;
+  if (__builtin_expect(node >= m->cstats || !sl || !(t = memattr_table(m, sl)), 0)) {
+    memattr_alloc_rare(m, block, size, slot, sl, node, at);
+    return;
+  }
+  memattr_remember(t, block, node, at);
+  memattr_count_alloc(&m->stats[node], size, slot, at);
+}
+
+/* Block `block` is about to be freed: credited to its node if it was attributed. */
+MEMATTR_INLINE void memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
+                                     const slab *sl) {
+  if (__builtin_expect(!sl, 0)) {
+    memattr_free_large(m, block, size, slot);
+    return;
+  }
+  SlabAttr *t = memattr_table(m, sl);
+  ObjAttr *o = t ? &t->obj[memattr_index(t, block)] : NULL;
+  uint32_t node = o ? o->node : 0;
+  m->freed_known = node != 0;
+  if (node == 0) return;
+  o->node = 0;
+  memattr_count_free(&m->stats[node - 1], size, slot, (cprof_ticks)o->birth, *m->now - m->t0);
+  if (__builtin_expect(--t->live == 0, 0)) memattr_drop_table(m, t);
+}
+
+#endif
