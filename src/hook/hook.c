@@ -9,6 +9,7 @@
 #include "hook/layout.h"
 #include "hook/live.h"
 #include "hook/threads.h"
+#include "mem/lalloc.h"
 #include "util/compat.h"
 #include "util/luapriv.h"
 
@@ -284,7 +285,7 @@ static inline __attribute__((always_inline)) void record(Profiler *P, Stack *st,
     P->mem.in_hook = 1;
     if (eng_switch(P, from, st, now)) thr_drop(P, from);
     P->stacks.cur = st;
-    if (P->mem.heap) memattr_thread(&P->mem, L);
+    if (P->mem.heap) lalloc_set_thread(P->mem.heap, L);
     P->mem.in_hook = 0;
     switched = 1;
   }
@@ -395,7 +396,7 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   lua_pushlightuserdata(L, P);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &PROFILER_KEY);
   thr_remember(L, st);
-  memattr_start(&P->mem, L, stk_running_node, &P->stacks, &P->clock.vlast);
+  lalloc_attr_start(&P->mem, L, stk_running_node, &P->stacks, &P->clock.vlast);
   return NULL;
 }
 
@@ -407,7 +408,7 @@ static void unregister(lua_State *L) {
 
 void hook_disable(Profiler *P, lua_State *L) {
   if (!P->enabled) return;
-  memattr_stop(&P->mem);
+  lalloc_attr_stop(&P->mem);
   Stack *cur = stk_find(&P->stacks, L);
   P->clock.L = L;
   cprof_ticks now = clock_now_outside(&P->clock);
@@ -423,7 +424,7 @@ void hook_disable(Profiler *P, lua_State *L) {
 
 void hook_forget(Profiler *P, lua_State *L) {
   if (!P->enabled) return;
-  memattr_stop(&P->mem);
+  lalloc_attr_stop(&P->mem);
   P->enabled = 0;
   if (hook_profiler(L) == P) unregister(L);
 }
