@@ -367,11 +367,17 @@ uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, c
   uint32_t e = fn_find_key(F, key, src, line, NULL, 0);
   if (e != IDX_NONE) return e;
   if (!src) return c_entry(F, L, ar, key);
-  lua_getinfo(L, "S", ar);
+  /* A line below -1: a function made by coroutine.wrap, keyed by its body (hook.c), whose
+     entry the public API finds; were it to find no body, the one entry of all wrap functions
+     serves, under no key. */
+  int wrap = line < -1;
+  if (wrap && (e = ident_wrap_entry(P, L, ar)) == IDX_NONE)
+    return c_entry(F, L, ar, (const void *)(uintptr_t)ident_wrap);
+  if (!wrap) lua_getinfo(L, "S", ar);
   /* The string is kept once per distinct object: later functions of its chunk find it. */
   int kept = fn_find_source(F, src, NULL, 0) != IDX_NONE ||
-             anchor(P, L, src, ar->source, compat_srclen(ar));
-  e = lua_entry(F, L, ar, src, kept);
+             anchor(P, L, src, wrap ? NULL : ar->source, wrap ? 0 : compat_srclen(ar));
+  if (!wrap) e = lua_entry(F, L, ar, src, kept);
   /* An unkept string (out of memory) cannot vouch for a key: the call is resolved each time. */
   if (e != IDX_NONE && kept && fn_set_key(F, key, src, line, 0, e)) return IDX_NONE;
   return e;
