@@ -148,7 +148,7 @@ describe("calls of functions made by coroutine.wrap", function()
     -- Each round loads a body of a chunk of its own, defined on line 1, wraps it, calls the
     -- wrap i times (the last call finishes it) and lets everything be collected: the next
     -- round's closures, coroutine and prototype most likely take the dead ones' addresses.
-    local N = 40
+    local N = 100
     local st = profile(function()
       for i = 1, N do
         local name = "=wrapped " .. i .. (i % 2 == 0 and string.rep(".", 50) or "")

@@ -176,6 +176,7 @@ static int run_probes(lua_State *L) {
   lua_pushvalue(L, 2);
   lua_call(L, 1, 0);                 /* a light C function given the coroutine */
   lua_call(L, 0, 0);                 /* the Lua function, which calls a light C function */
+  if (pr->why) return 0;
   if (luapriv_body(co)) {
     pr->why = "the body of a coroutine disagrees with lua_getstack and lua_getinfo";
     return 0;
