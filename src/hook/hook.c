@@ -201,9 +201,10 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
 static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
                        cprof_ticks now, int *slow) {
   lua_CFunction cf;
+  lua_State *co;
   uint32_t known = P->fns.nkeys + P->fns.nentries;
   P->mem.in_hook = 1;
-  uint32_t e = ident_public(P, L, ar, &cf);
+  uint32_t e = ident_public(P, L, ar, &cf, &co);
   P->mem.in_hook = 0;
   if (known != P->fns.nkeys + P->fns.nentries) *slow = 1;
   lua_Debug up;
@@ -231,7 +232,9 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
     return HOOK_CALL_LUA;
   }
   if (!COMPAT_PER_THREAD_HOOKS) st->ci_pending = P->fns.entries[e].kind != KIND_C;
-  if (COMPAT_PER_THREAD_HOOKS && cf && (cf == ident_resume || cf == ident_wrap))
+  /* A wrap function's coroutine is known already: only one without our hook costs more. */
+  if (COMPAT_PER_THREAD_HOOKS && cf &&
+      (cf == ident_resume || (cf == ident_wrap && co && lua_gethook(co) != hook_event)))
     hook_resumed_thread(P, L, ar, cf);
   return cf ? HOOK_CALL_C : HOOK_CALL_LUA;
 }

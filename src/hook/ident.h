@@ -27,8 +27,10 @@ uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, c
 
 /* The same through the public API alone (lua_getinfo): the path of LuaJIT, of unknown releases
    and of a profile whose fast path is off. Also returns the C function in *cf (NULL for a Lua
-   function). A function made by coroutine.wrap is resolved as by ident_wrap_entry. */
-uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf);
+   function). A function made by coroutine.wrap is resolved as by ident_wrap_entry, and its
+   coroutine returned in *co (NULL for any other function). */
+uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf,
+                      lua_State **co);
 
 /* The entry of the function made by coroutine.wrap that call event `ar` calls, one per body
    its coroutine runs (a Lua function), named "wrap(file:line)"; IDX_NONE when that body cannot
