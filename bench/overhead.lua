@@ -49,7 +49,7 @@ usage: lua bench/overhead.lua [options]
   --target=SECONDS   size each workload so the unprofiled run takes this (0.5)
   --budget=SECONDS   rough limit for the timed runs with fast timers (56)
   --slow-budget=S    the same for the system-call timers cpu and thread (16)
-  --only=a,b         workloads: fib,methods,strings,coro (all)
+  --only=a,b         workloads: fib,methods,strings,coro (all), wrap
   --timers=a,b       cprof timers: tsc,monotonic,cpu,thread (all available)
   --callgrind-n=N    fib(N) for the instruction counts (20)
   --no-callgrind     skip the instruction counts
@@ -532,7 +532,7 @@ local function callgrind_size(name)
   local n = opts["callgrind-n"]
   if name == "fib" then return n end
   local scale = opts.quick and 0.25 or 1
-  local base = { methods = 20000, strings = 2000, coro = 20000 }
+  local base = { methods = 20000, strings = 2000, coro = 20000, wrap = 20000 }
   return math.max(2, math.floor(base[name] * scale))
 end
 

@@ -288,7 +288,7 @@ static void test_states(void) {
 }
 
 /* Memory attribution told of each allocation and free by the heap (lalloc_observe, which
-   memattr_start calls), every block charged to node 1. */
+   lalloc_attr_start calls), every block charged to node 1. */
 static uint32_t node_one(void *ud) {
   (void)ud;
   return 1;
@@ -304,10 +304,10 @@ static void test_observer_and_trace(void) {
   size_t before = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB, 0);
   MemAttr m = {0};
   cprof_ticks now = 0;
-  memattr_start(&m, L, node_one, NULL, &now);
+  lalloc_attr_start(&m, L, node_one, NULL, &now);
   CHECK(m.heap == h, "attribution observes the heap");
   CHECK(luaL_dostring(L, "keep = {} for i = 1, 1000 do keep[i] = {} end") == LUA_OK, "run");
-  memattr_stop(&m);
+  lalloc_attr_stop(&m);
   size_t after = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB, 0);
   const MemStat *ms = memattr_of(&m, 1);
   CHECK(ms && m.lost == 0, "everything charged");

@@ -46,7 +46,7 @@ static void test_exact(void) {
                "collectgarbage() collectgarbage('stop')"), "setup");
   MemAttr m = {0};
   clock_now = 100;
-  memattr_start(&m, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m, L, where, NULL, &clock_now);
   CHECK(m.heap != NULL, "attribution runs on cprof's allocator");
   cur_node = 3;
   clock_now = 110;
@@ -60,7 +60,7 @@ static void test_exact(void) {
   clock_now = 135;
   lua_getglobal(L, "drop");
   CHECK(lua_pcall(L, 0, 0, 0) == LUA_OK, "drop");
-  memattr_stop(&m);
+  lalloc_attr_stop(&m);
   const MemStat *s = memattr_of(&m, 3);
   CHECK(s != NULL, "node 3 was charged");
   if (s) {
@@ -98,10 +98,10 @@ static void test_moves(void) {
                "collectgarbage('stop')"), "setup");
   MemAttr m = {0};
   cur_node = 2;
-  memattr_start(&m, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m, L, where, NULL, &clock_now);
   lua_getglobal(L, "grow");
   CHECK(lua_pcall(L, 0, 0, 0) == LUA_OK, "grow");
-  memattr_stop(&m);
+  lalloc_attr_stop(&m);
   const MemStat *s = memattr_of(&m, 2);
   CHECK(!s || s->type_allocs[LA_RAW] == 0, "the growth of an older table is not charged: %llu",
         s ? (unsigned long long)s->type_allocs[LA_RAW] : 0ull);
@@ -129,13 +129,13 @@ static void test_stale_tables(void) {
                "collectgarbage() collectgarbage('stop')"), "setup");
   MemAttr a = {0}, b = {0};
   cur_node = 7;
-  memattr_start(&a, L, where, NULL, &clock_now);
+  lalloc_attr_start(&a, L, where, NULL, &clock_now);
   CHECK(call(L, "make_a"), "make_a");
-  memattr_stop(&a);
+  lalloc_attr_stop(&a);
   cur_node = 8;
-  memattr_start(&b, L, where, NULL, &clock_now);
+  lalloc_attr_start(&b, L, where, NULL, &clock_now);
   CHECK(call(L, "drop_a") && call(L, "make_b") && call(L, "drop_b") && call(L, "make_b"), "b");
-  memattr_stop(&b);
+  lalloc_attr_stop(&b);
   const MemStat *sa = memattr_of(&a, 7), *sb = memattr_of(&b, 8);
   CHECK(sa && sa->type_allocs[LA_TABLE] == 100 && sa->type_frees[LA_TABLE] == 0,
         "the first attribution saw its 100 tables and none freed");
@@ -163,14 +163,14 @@ static void test_far_numbers(void) {
   MemAttr m = {0};
   cur_node = 9;
   clock_now = 0;
-  memattr_start(&m, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m, L, where, NULL, &clock_now);
   size_t made = 0;
   while (made < N && (blocks[made] = f(ud, NULL, 0, SIZE)) != NULL) made++;
   CHECK(made == N, "%zu blocks made", made);
   CHECK(m.ntabs > MAP_ATTR_FAR + 1, "side tables numbered past the map words' room: %u", m.ntabs);
   clock_now = 7;
   for (size_t i = 0; i < made; i++) f(ud, blocks[i], SIZE, 0);
-  memattr_stop(&m);
+  lalloc_attr_stop(&m);
   const MemStat *s = memattr_of(&m, 9);
   CHECK(s && s->allocs == made && s->frees == made && s->type_frees[LA_RAW] == made,
         "every block charged and credited: %llu, %llu", s ? (unsigned long long)s->allocs : 0ull,
@@ -194,11 +194,11 @@ static void test_out_of_memory(void) {
     MemAttr m = {0};
     cur_node = 5 + (uint32_t)n % 7 * 700;  /* far nodes: the node records grow too */
     fault_after(n);
-    memattr_start(&m, L, where, NULL, &clock_now);
+    lalloc_attr_start(&m, L, where, NULL, &clock_now);
     int ok = run(L, "local s = 0 for i = 1, 200 do keep[i] = { string.rep('y', 4000 + i * 3) } "
                     "s = s + #keep[i][1] end result = s keep = nil collectgarbage()");
     fault_after(-1);
-    memattr_stop(&m);
+    lalloc_attr_stop(&m);
     CHECK(ok, "the program runs whatever attribution's memory does");
     lua_getglobal(L, "result");
     CHECK(lua_tointeger(L, -1) == 200 * 4000 + 3 * 200 * 201 / 2, "the same result");

@@ -2,7 +2,7 @@
 -- bench/accuracy.lua share.  Not a script: `make bench` runs bench/*.lua only.
 --
 --   local W = assert(loadfile(bench_dir .. "/lib/workloads.lua"))(bench_dir)
---   W.workloads      fib, methods, strings, coro (see below)
+--   W.workloads      fib, methods, strings, coro, and wrap when asked for (see below)
 --   W.median(list)   W.calibrate(w, measure, target)   W.pick(samples, limit)
 --   W.usage(script, text)   W.options(args, spec, defaults, quick, usage)
 --   W.first_line(err)   W.read_cost(p, n)   W.timers(cprof, all, only, usage, describe)
@@ -16,6 +16,7 @@
 --   resize(size, f) a size that should take about f times as long
 --   make(size)      a function that does the work and returns a checksum,
 --                   the same in every mode
+--   optional        run only when named (--only), not by default
 --
 -- Plain Lua 5.1 syntax, so that the scripts run under LuaJIT as well.
 
@@ -169,13 +170,33 @@ M.workloads = {
       end
     end,
   },
+  {
+    name = "wrap",
+    what = "a generator made by coroutine.wrap (2 C calls/item)",
+    optional = true,
+    size = 10000,
+    label = function(n) return n .. " items" end,
+    resize = resize_linear,
+    -- wrap, the body starting once, n calls of the generator, n yields
+    calls = function(n) return 2 * n + 2 end,
+    make = function(n)
+      return function()
+        local gen = cowrap(function()
+          for i = 1, n do coyield(i) end
+        end)
+        local total = 0
+        for _ = 1, n do total = total + gen() % 97 end
+        return total
+      end
+    end,
+  },
 }
 
---- The workloads named in `only` (a set), all of them when it is nil.
+--- The workloads named in `only` (a set), all but the optional ones when it is nil.
 function M.select(only)
   local out = {}
   for _, w in ipairs(M.workloads) do
-    if not only or only[w.name] then out[#out + 1] = w end
+    if (not only and not w.optional) or (only and only[w.name]) then out[#out + 1] = w end
   end
   return out
 end

@@ -9,6 +9,7 @@
 #include "hook/layout.h"
 #include "hook/live.h"
 #include "hook/threads.h"
+#include "mem/lalloc.h"
 #include "util/compat.h"
 #include "util/luapriv.h"
 
@@ -145,18 +146,22 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
                                                            cprof_ticks now, int *slow) {
   const void *ci = ar->i_ci, *key, *src, *parent;
   int line, wrap = 0;
-  uint32_t e = IDX_NONE;
+  lua_State *T = NULL;
   int what = luapriv_callee(ci, 0, &key, &src, &line);
   if (unlikely(what != LP_LUA)) {
     if (what == LP_OTHER) return -1;
-    /* A function made by coroutine.wrap is keyed by its body's entry, as the public path keys
-       every function: an odd number, which no address is. */
+    /* A function made by coroutine.wrap is keyed by the body its coroutine runs: that body's
+       key with its line moved below -1, where no other key's is. Like any Lua function's key,
+       it stands for the body's content, whatever closure or coroutine carries it. */
     wrap = key == (const void *)(size_t)ident_wrap;
     if (unlikely(wrap)) {
-      P->mem.in_hook = 1;
-      e = ident_wrap_entry(P, L, ar);
-      P->mem.in_hook = 0;
-      if (e != IDX_NONE) key = (const void *)(((uintptr_t)e << 1) | 1);
+      T = luapriv_upvalue_thread(ci);
+      const LPProto *body = T ? luapriv_body(T) : NULL;
+      if (body) {
+        key = body;
+        src = body->source;
+        line = -2 - body->linedefined;
+      }
     }
   }
   parent = luapriv_parent(ci);
@@ -174,7 +179,7 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
     if (caller) lk = tree_way(&P->tree.nodes[caller->node], key, src, line);
     if (lk == IDX_NONE) {
       *slow = 1;
-      lk = miss(P, L, ar, caller, e, key, src, line);
+      lk = miss(P, L, ar, caller, IDX_NONE, key, src, line);
     }
   }
   if (unlikely(lk == IDX_NONE || eng_push(P, st, ci, lk, now))) {
@@ -185,7 +190,7 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
   /* The coroutine is read directly; only one without our hook costs more. */
   int resume = key == (const void *)(size_t)ident_resume;
   if (unlikely(resume || wrap)) {
-    lua_State *T = resume ? luapriv_arg_thread(ci, 1) : luapriv_upvalue_thread(ci);
+    if (resume) T = luapriv_arg_thread(ci, 1);
     if (T && lua_gethook(T) != hook_event)
       hook_resumed_thread(P, L, ar, resume ? ident_resume : ident_wrap);
   }
@@ -197,9 +202,10 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
 static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cprof_ticks in,
                        cprof_ticks now, int *slow) {
   lua_CFunction cf;
+  lua_State *co;
   uint32_t known = P->fns.nkeys + P->fns.nentries;
   P->mem.in_hook = 1;
-  uint32_t e = ident_public(P, L, ar, &cf);
+  uint32_t e = ident_public(P, L, ar, &cf, &co);
   P->mem.in_hook = 0;
   if (known != P->fns.nkeys + P->fns.nentries) *slow = 1;
   lua_Debug up;
@@ -227,7 +233,9 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
     return HOOK_CALL_LUA;
   }
   if (!COMPAT_PER_THREAD_HOOKS) st->ci_pending = P->fns.entries[e].kind != KIND_C;
-  if (COMPAT_PER_THREAD_HOOKS && cf && (cf == ident_resume || cf == ident_wrap))
+  /* A wrap function's coroutine is known already: only one without our hook costs more. */
+  if (COMPAT_PER_THREAD_HOOKS && cf &&
+      (cf == ident_resume || (cf == ident_wrap && co && lua_gethook(co) != hook_event)))
     hook_resumed_thread(P, L, ar, cf);
   return cf ? HOOK_CALL_C : HOOK_CALL_LUA;
 }
@@ -284,7 +292,7 @@ static inline __attribute__((always_inline)) void record(Profiler *P, Stack *st,
     P->mem.in_hook = 1;
     if (eng_switch(P, from, st, now)) thr_drop(P, from);
     P->stacks.cur = st;
-    if (P->mem.heap) memattr_thread(&P->mem, L);
+    if (P->mem.heap) lalloc_set_thread(P->mem.heap, L);
     P->mem.in_hook = 0;
     switched = 1;
   }
@@ -395,7 +403,7 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   lua_pushlightuserdata(L, P);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &PROFILER_KEY);
   thr_remember(L, st);
-  memattr_start(&P->mem, L, stk_running_node, &P->stacks, &P->clock.vlast);
+  lalloc_attr_start(&P->mem, L, stk_running_node, &P->stacks, &P->clock.vlast);
   return NULL;
 }
 
@@ -407,7 +415,7 @@ static void unregister(lua_State *L) {
 
 void hook_disable(Profiler *P, lua_State *L) {
   if (!P->enabled) return;
-  memattr_stop(&P->mem);
+  lalloc_attr_stop(&P->mem);
   Stack *cur = stk_find(&P->stacks, L);
   P->clock.L = L;
   cprof_ticks now = clock_now_outside(&P->clock);
@@ -423,7 +431,7 @@ void hook_disable(Profiler *P, lua_State *L) {
 
 void hook_forget(Profiler *P, lua_State *L) {
   if (!P->enabled) return;
-  memattr_stop(&P->mem);
+  lalloc_attr_stop(&P->mem);
   P->enabled = 0;
   if (hook_profiler(L) == P) unregister(L);
 }

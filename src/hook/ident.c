@@ -312,13 +312,16 @@ static int push_body(lua_State *T, lua_State *L) {
   return 1;
 }
 
-/* The entry of the function made by coroutine.wrap on top of L (ident_wrap_entry). */
-static uint32_t wrap_entry(Profiler *P, lua_State *L) {
+/* The entry of the function made by coroutine.wrap on top of L (ident_wrap_entry), and its
+   coroutine in *co. */
+static uint32_t wrap_entry(Profiler *P, lua_State *L, lua_State **co) {
+  *co = NULL;
   if (!lua_checkstack(L, 4)) return IDX_NONE;
   FuncTable *F = &P->fns;
   int top = lua_gettop(L);
   uint32_t e = IDX_NONE;
   lua_State *T = lua_getupvalue(L, -1, 1) ? lua_tothread(L, -1) : NULL;
+  *co = T;
   if (T && push_body(T, L) && lua_isfunction(L, -1) && !lua_iscfunction(L, -1)) {
     lua_Debug b;
     lua_getinfo(L, ">S", &b);
@@ -345,7 +348,8 @@ static uint32_t wrap_entry(Profiler *P, lua_State *L) {
 uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar) {
   if (!lua_checkstack(L, 1)) return IDX_NONE;
   lua_getinfo(L, "f", ar);
-  uint32_t e = wrap_entry(P, L);
+  lua_State *co;
+  uint32_t e = wrap_entry(P, L, &co);
   lua_pop(L, 1);
   return e;
 }
@@ -367,18 +371,26 @@ uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, c
   uint32_t e = fn_find_key(F, key, src, line, NULL, 0);
   if (e != IDX_NONE) return e;
   if (!src) return c_entry(F, L, ar, key);
-  lua_getinfo(L, "S", ar);
+  /* A line below -1: a function made by coroutine.wrap, keyed by its body (hook.c), whose
+     entry the public API finds; were it to find no body, the one entry of all wrap functions
+     serves, under no key. */
+  int wrap = line < -1;
+  if (wrap && (e = ident_wrap_entry(P, L, ar)) == IDX_NONE)
+    return c_entry(F, L, ar, (const void *)(uintptr_t)ident_wrap);
+  if (!wrap) lua_getinfo(L, "S", ar);
   /* The string is kept once per distinct object: later functions of its chunk find it. */
   int kept = fn_find_source(F, src, NULL, 0) != IDX_NONE ||
-             anchor(P, L, src, ar->source, compat_srclen(ar));
-  e = lua_entry(F, L, ar, src, kept);
+             anchor(P, L, src, wrap ? NULL : ar->source, wrap ? 0 : compat_srclen(ar));
+  if (!wrap) e = lua_entry(F, L, ar, src, kept);
   /* An unkept string (out of memory) cannot vouch for a key: the call is resolved each time. */
   if (e != IDX_NONE && kept && fn_set_key(F, key, src, line, 0, e)) return IDX_NONE;
   return e;
 }
 
-uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf) {
+uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf,
+                      lua_State **co) {
   FuncTable *F = &P->fns;
+  *co = NULL;
   lua_getinfo(L, "S", ar);
   if (ar->what[0] == 'C') {
     lua_getinfo(L, "f", ar);
@@ -388,7 +400,7 @@ uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *c
     /* A known key is no function made by coroutine.wrap, but on Lua 5.4 their one C function:
        LuaJIT's, objects of their own, are never made keys. */
     int wrap = (e == IDX_NONE || (*cf && *cf == ident_wrap)) && is_wrap(L, *cf);
-    uint32_t w = wrap ? wrap_entry(P, L) : IDX_NONE;
+    uint32_t w = wrap ? wrap_entry(P, L, co) : IDX_NONE;
     lua_pop(L, 1);
     if (w != IDX_NONE) return w;
     if (e != IDX_NONE) return e;

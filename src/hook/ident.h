@@ -19,19 +19,24 @@ void ident_setup(lua_State *L);
 
 /* The entry of the function a call event `ar` calls, seen by the fast path as key `key` (a
    prototype, with its chunk-name string object `src` and line defined; or a C function, with
-   src NULL and line -1), made on first sight. IDX_NONE when out of memory. */
+   src NULL and line -1; or, for a function made by coroutine.wrap, its body's prototype and
+   chunk name with line -2 - the line defined), made on first sight. IDX_NONE when out of
+   memory. */
 uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, const void *src,
                     int line);
 
 /* The same through the public API alone (lua_getinfo): the path of LuaJIT, of unknown releases
    and of a profile whose fast path is off. Also returns the C function in *cf (NULL for a Lua
-   function). A function made by coroutine.wrap is resolved as by ident_wrap_entry. */
-uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf);
+   function). A function made by coroutine.wrap is resolved as by ident_wrap_entry, and its
+   coroutine returned in *co (NULL for any other function). */
+uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *cf,
+                      lua_State **co);
 
 /* The entry of the function made by coroutine.wrap that call event `ar` calls, one per body
    its coroutine runs (a Lua function), named "wrap(file:line)"; IDX_NONE when that body cannot
    be found (the coroutine finished or runs a C function) or out of memory: the one entry of
-   every such function serves. Costs a few lookups per call of such a function. */
+   every such function serves. Costs a few lookups through the public API: the public path's
+   cost per call of such a function, the fast path's per new body key. */
 uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar);
 
 /* A call of entry e took a new call path: a function still without a call-site name tries

@@ -2,7 +2,9 @@
    a chunk whose name is a long string), of a light C function given a coroutine, and of a C
    closure holding a coroutine; at each, what the mirrors read must equal what lua_getinfo,
    lua_getstack, lua_getlocal and lua_getupvalue say, and a chunk name pushed through the
-   mirrors must be the very string lua_getinfo points into. */
+   mirrors must be the very string lua_getinfo points into. The body the mirrors find in a
+   coroutine (a C function's, then a Lua function's before, during and after its run) must be
+   the one lua_getinfo describes. */
 #include <string.h>
 
 #include <lauxlib.h>
@@ -114,6 +116,36 @@ static const char PROBE_CHUNK[] =
 static const char PROBE_NAME[] =
     "=cprof's layout probe, with a chunk name too long to be a short string";
 
+/* A coroutine body that yields two calls deep. */
+static const char PROBE_BODY[] =
+    "local y = ...\nlocal function inner() y() end\nreturn function()\n  inner()\nend\n";
+
+/* The body on top of L, run as a coroutine: what luapriv_body reads must be the function
+   lua_getinfo describes before it starts and while it is suspended, and nothing once it has
+   finished. The body is popped. */
+static const char *check_body(lua_State *L) {
+  lua_Debug ar;
+  lua_pushvalue(L, -1);
+  lua_getinfo(L, ">S", &ar);
+  lua_State *T = lua_newthread(L);
+  lua_sethook(T, NULL, 0, 0);
+  lua_pushvalue(L, -2);
+  lua_xmove(L, T, 1);
+  for (int round = 0; round < 3; round++) {
+    const LPProto *p = luapriv_body(T);
+    int nres;
+    if (round < 2 ? !p || p->linedefined != ar.linedefined ||
+                        luapriv_string_text(p->source) != ar.source
+                  : p != NULL)
+      return "the body of a coroutine disagrees with lua_getstack and lua_getinfo";
+    if (round < 2 && lua_resume(T, L, 0, &nres) != (round == 0 ? LUA_YIELD : LUA_OK))
+      return "the layout probe's coroutine failed";
+    if (round < 2) lua_pop(T, nres);
+  }
+  lua_pop(L, 2);
+  return NULL;
+}
+
 /* Runs protected: [probe userdata]. */
 static int run_probes(lua_State *L) {
   lua_pushvalue(L, 1);
@@ -144,6 +176,16 @@ static int run_probes(lua_State *L) {
   lua_pushvalue(L, 2);
   lua_call(L, 1, 0);                 /* a light C function given the coroutine */
   lua_call(L, 0, 0);                 /* the Lua function, which calls a light C function */
+  if (pr->why) return 0;
+  if (luapriv_body(co)) {
+    pr->why = "the body of a coroutine disagrees with lua_getstack and lua_getinfo";
+    return 0;
+  }
+  if (luaL_loadbuffer(L, PROBE_BODY, sizeof PROBE_BODY - 1, PROBE_NAME) != LUA_OK)
+    return lua_error(L);
+  lua_pushcfunction(L, probe_yield);
+  lua_call(L, 1, 1);
+  pr->why = check_body(L);
   return 0;
 }
 

@@ -352,7 +352,7 @@ ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, u
   if (UNLIKELY(h->tr.on) && s && s->cache->traced) note_trace(h, ev, p, n);
   if (!h->attr) return;
   if (ev == LALLOC_EV_FREE) memattr_note_free(h->attr, p, n, (int)slot, s, w);
-  else memattr_note_alloc(h->attr, ev, p, n, (int)slot, s, w);
+  else memattr_note_alloc(h->attr, ev == LALLOC_EV_MOVE, p, n, (int)slot, s, w);
 }
 
 /* The slab of a block in chunk ch whose page has map word w (not MAP_LARGE). */
@@ -557,6 +557,26 @@ void lalloc_observe(lalloc *h, MemAttr *m) {
 }
 
 void lalloc_set_thread(lalloc *h, lua_State *L) { h->thread = L; }
+
+void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
+                       const cprof_ticks *now) {
+  lalloc *h = lalloc_of(L);
+  if (!h) return;
+  if (!m->used) m->t0 = *now;
+  m->heap = h;
+  m->used = 1;
+  m->now = now;
+  m->where = where;
+  m->where_ud = where_ud;
+  lalloc_set_thread(h, L);
+  lalloc_observe(h, m);
+}
+
+void lalloc_attr_stop(MemAttr *m) {
+  if (!m->heap) return;
+  lalloc_observe(m->heap, NULL);
+  m->heap = NULL;
+}
 
 void lalloc_fail_after(lalloc *h, long n) { h->cs.os.fail_after = n; }
 

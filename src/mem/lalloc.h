@@ -17,6 +17,7 @@
 #include <lua.h>
 
 #include "cprof.h"
+#include "mem/memattr.h"
 #include "mem/slab.h"
 
 /* Type slots: caches and statistics are per slot. */
@@ -36,7 +37,6 @@ typedef struct lalloc lalloc;
    allocation of the new one (which continues the old block: an attribution may leave a block
    out of the profile for good). */
 enum { LALLOC_EV_ALLOC = 1, LALLOC_EV_FREE = 2, LALLOC_EV_MOVE = 3 };
-struct MemAttr;
 
 /* A heap in front of `prev` (NULL: a heap of a state that was made with it), or NULL when the
    metadata cannot be allocated. fail_after: as lalloc_fail_after, from the start (tests). */
@@ -62,7 +62,14 @@ void lalloc_set_foreign(lalloc *h, size_t bytes);
 void lalloc_set_limit(lalloc *h, size_t limit);
 size_t lalloc_limit(const lalloc *h);
 /* Every allocation and free is told to attribution m from now on (NULL: none). */
-void lalloc_observe(lalloc *h, struct MemAttr *m);
+void lalloc_observe(lalloc *h, MemAttr *m);
+/* Starts attribution m if L's state allocates with cprof's allocator; else does nothing. Each
+   allocation is charged to the node where(where_ud) names, at time *now. The allocator calls
+   into attribution (mem/memattr_note.h), never the reverse: attaching it is the allocator's. */
+void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
+                       const cprof_ticks *now);
+/* Stops it (the blocks allocated meanwhile stay charged: they are live at the end). */
+void lalloc_attr_stop(MemAttr *m);
 /* The thread whose Lua stack a trace records (default: the main thread). The profiler's hook
    can keep this up to date; it must be a live thread of this state. */
 void lalloc_set_thread(lalloc *h, lua_State *L);

@@ -120,30 +120,6 @@ void memattr_free_large(MemAttr *m, void *block, size_t size, int slot) {
   memattr_count_free(&m->stats[node], size, slot, birth, *m->now - m->t0);
 }
 
-void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
-                   const cprof_ticks *now) {
-  lalloc *h = lalloc_of(L);
-  if (!h) return;
-  if (!m->used) m->t0 = *now;
-  m->heap = h;
-  m->used = 1;
-  m->now = now;
-  m->where = where;
-  m->where_ud = where_ud;
-  lalloc_set_thread(h, L);
-  lalloc_observe(h, m);
-}
-
-void memattr_stop(MemAttr *m) {
-  if (!m->heap) return;
-  lalloc_observe(m->heap, NULL);
-  m->heap = NULL;
-}
-
-void memattr_thread(MemAttr *m, lua_State *L) {
-  if (m->heap) lalloc_set_thread(m->heap, L);
-}
-
 void memattr_free(MemAttr *m) {
   for (uint32_t i = 0; i < m->ntabs; i++)
     if (m->tabs[i] != &memattr_no_table) free(m->tabs[i]);

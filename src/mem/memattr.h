@@ -64,7 +64,7 @@ typedef struct SlabAttr {
   ObjAttr obj[];
 } SlabAttr;
 
-/* The node to charge now (IDX_NONE: none is running); `ud` is what memattr_start was given. */
+/* The node to charge now (IDX_NONE: none is running); `ud` is what lalloc_attr_start was given. */
 typedef uint32_t (*memattr_where)(void *ud);
 
 typedef struct MemAttr {
@@ -89,17 +89,8 @@ typedef struct MemAttr {
   cprof_ticks t0;          /* its value when attribution first started */
 } MemAttr;
 
-/* Starts attribution if L's state allocates with cprof's allocator; else does nothing. Each
-   allocation is charged to the node where(where_ud) names, at time *now. */
-void memattr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
-                   const cprof_ticks *now);
-/* Stops it (the blocks allocated meanwhile stay charged: they are live at the end). */
-void memattr_stop(MemAttr *m);
 /* Forgets every number. */
 void memattr_free(MemAttr *m);
-
-/* The coroutine running now, for the allocator's traces. */
-void memattr_thread(MemAttr *m, lua_State *L);
 
 /* What node `node` was charged (NULL when nothing was). */
 static inline const MemStat *memattr_of(const MemAttr *m, uint32_t node) {

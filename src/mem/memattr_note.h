@@ -8,8 +8,8 @@
 #ifndef CPROF_MEMATTR_NOTE_H
 #define CPROF_MEMATTR_NOTE_H
 
-#include "mem/lalloc.h"
 #include "mem/memattr.h"
+#include "mem/slab.h"
 
 /* They run inside lua_Alloc: no Lua API, no longjmp. Inline even in the checked paths, which
    are compiled as cold code (small) since they are off the fast paths. */
@@ -80,14 +80,13 @@ MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_
 }
 
 /* Block `block` of `size` bytes and type slot `slot`, in slab sl (NULL: a large block; w the
-   map word of its page), was
-   just allocated (event LALLOC_EV_ALLOC) or continues a block just freed (LALLOC_EV_MOVE).
-   Allocations made by cprof's own hook are not the program's; a block born before the profile
-   (the string table, a stack, a table made earlier) that Lua moves stays out of it: its
-   allocation was not the program's code running now. */
-MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int event, void *block, size_t size, int slot,
+   map word of its page), was just allocated (moved 0) or continues a block just freed (moved
+   1: a realloc). Allocations made by cprof's own hook are not the program's; a block born
+   before the profile (the string table, a stack, a table made earlier) that Lua moves stays out
+   of it: its allocation was not the program's code running now. */
+MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int moved, void *block, size_t size, int slot,
                                       slab *sl, uint32_t w) {
-  if (m->in_hook || (event == LALLOC_EV_MOVE && !m->freed_known)) return;
+  if (m->in_hook || (moved && !m->freed_known)) return;
   uint32_t node = m->where(m->where_ud);
   if (node == IDX_NONE) return;  /* no profiled frame is running */
   cprof_ticks at = *m->now - m->t0;

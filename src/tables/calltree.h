@@ -19,9 +19,9 @@ typedef struct Edge {
 } Edge;
 
 /* One remembered call from a node: the callee's key (functions.h: a prototype or C function
-   with its chunk-name object and line on the fast path; an entry number on the public path)
-   and the link it took. A hit is exact: the key is checked against address reuse the way
-   fn_find_key checks it. */
+   with its chunk-name object and line on the fast path, a coroutine.wrap function's body's
+   with its line below -1; an entry number on the public path) and the link it took. A hit is
+   exact: the key is checked against address reuse the way fn_find_key checks it. */
 typedef struct Way {
   const void *key, *src;
   int line;

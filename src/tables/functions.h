@@ -2,9 +2,10 @@
  * tables/functions.h — the function table: one entry per distinct function (a Lua function by
  * its chunk name and line defined, a C function by its address), the chunk names (each distinct
  * text once), and the keys a call event is resolved by. A key is what the hook can see without
- * asking Lua: a prototype's address with its chunk-name string object and line (the fast path),
- * or a chunk name's address and a line (the public path), or a C function. Keys are checked
- * against reuse of their address (fn_find_key); only a new key costs more than a probe.
+ * asking Lua: a prototype's address with its chunk-name string object and line (the fast path;
+ * for a function made by coroutine.wrap, its body's, the line moved below -1), or a chunk
+ * name's address and a line (the public path), or a C function. Keys are checked against reuse
+ * of their address (fn_find_key); only a new key costs more than a probe.
  */
 #ifndef CPROF_FUNCTIONS_H
 #define CPROF_FUNCTIONS_H

@@ -2,10 +2,11 @@
  * util/luapriv.h — the few private structures of Lua 5.4 that cprof's fast path reads: the
  * activation record (CallInfo) of a hook event, the value being called, a closure's prototype
  * or C function, the prototype's chunk name and line, a coroutine passed to coroutine.resume,
- * and the top of a thread's stack. They are mirrored here, written from the layout of each
- * release (lobject.h, lstate.h), and chosen by the exact release of the headers cprof is built
- * against. A mirror is a prefix: only the fields up to the last one read, with the types Lua
- * declares, so that the compiler lays them out as Lua's own build does on every ABI.
+ * the body a coroutine runs, and the top of a thread's stack. They are mirrored here, written
+ * from the layout of each release (lobject.h, lstate.h), and chosen by the exact release of the
+ * headers cprof is built against. A mirror is a prefix: only the fields up to the last one
+ * read, with the types Lua declares, so that the compiler lays them out as Lua's own build does
+ * on every ABI.
  *
  * Nothing here is trusted blindly: hook/layout.c resolves probe calls both through these
  * mirrors and through the public API when a profile is enabled, and any disagreement sends that
@@ -194,6 +195,27 @@ static inline void luapriv_push_string(lua_State *L, const void *ts) {
 /* lua_status(L), read directly. */
 static inline int luapriv_status(const lua_State *L) {
   return ((const LPState *)(const void *)L)->status;
+}
+
+/* The prototype of the Lua function coroutine T runs when resumed, found as lua_getstack and
+   lua_getinfo find it (hook/ident.c, push_body): the function at index 1 of a coroutine not
+   started, the function of the deepest activation of a suspended one (a tail call replaces it
+   there). NULL for a coroutine finished, dead of an error or running, and for a C function.
+   The deepest activation is the one above base_ci, whose `previous` is NULL in every 5.4
+   release: a walk as long as T's stack, which a generator's is not. */
+static inline const LPProto *luapriv_body(lua_State *T) {
+  lua_Debug d;
+  int status = luapriv_status(T);
+  if (!lua_getstack(T, 0, &d)) {
+    if (status != LUA_OK || lua_type(T, 1) != LUA_TFUNCTION || lua_iscfunction(T, 1))
+      return NULL;
+    return ((const LPLClosure *)lua_topointer(T, 1))->p;
+  }
+  if (status != LUA_YIELD) return NULL;
+  const LPCallInfo *ci = (const LPCallInfo *)d.i_ci;
+  while (ci->previous->previous) ci = ci->previous;
+  const LPTValue *fv = &ci->func->val;
+  return fv->tt_ == LP_TAG_LCL ? ((const LPLClosure *)fv->value_.gc)->p : NULL;
 }
 
 /* The global state a thread belongs to: tells the threads of two Lua states apart. */
