@@ -159,7 +159,10 @@ static void test_far_numbers(void) {
   enum { SIZE = 120, PER_SLAB = 33, NSLABS = MAP_ATTR_FAR + 100, N = PER_SLAB * NSLABS };
   void **blocks = malloc(N * sizeof *blocks);
   CHECK(blocks != NULL, "room for the blocks");
-  if (!blocks) return;
+  if (!blocks) {
+    lua_close(L);
+    return;
+  }
   MemAttr m = {0};
   cur_node = 9;
   clock_now = 0;

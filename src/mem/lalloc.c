@@ -3,8 +3,8 @@
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
    the checked paths, taken only when a limit, memory attribution, a trace or a replaced
-   allocator asks for it (attribution's work is inline there: mem/memattr_note.h). See lalloc.h
-   and docs/MEMORY.md. */
+   allocator asks for it; memory attribution's work is inline there and, for allocations, after
+   the fast path's pop (mem/memattr_note.h). See lalloc.h and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
