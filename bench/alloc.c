@@ -89,7 +89,7 @@ static int child(int variant, const char *script, const char *workload, const ch
   luaL_openlibs(L);
   MemAttr attr = {0};
   if (variant == V_ATTR) {
-    memattr_start(&attr, L, one_node, NULL, &attr_clock);
+    lalloc_attr_start(&attr, L, one_node, NULL, &attr_clock);
     if (!attr.heap) {
       fprintf(stderr, "bench-alloc: cannot start memory attribution\n");
       return 2;
@@ -116,7 +116,7 @@ static int child(int variant, const char *script, const char *workload, const ch
               (unsigned long long)attr.lost);
       return 3;
     }
-    memattr_stop(&attr);
+    lalloc_attr_stop(&attr);
     memattr_free(&attr);
   }
   if (variant != V_DEFAULT && variant != V_MIMALLOC && check) {

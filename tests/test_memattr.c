@@ -3,9 +3,11 @@
  * with the node and the clock set by the test: exact counts, sizes, lifetimes and types per
  * node, slab objects (side tables) and large blocks (the map) alike; blocks born before it
  * started left out when Lua moves them; side tables of an earlier attribution not trusted,
- * dropped tables' numbers reused; and every allocation of its own made to fail in turn,
+ * dropped tables' numbers reused; more side tables than a page's map word has room to number;
+ * and every allocation of its own made to fail in turn,
  * each failure counted in `lost` and nothing else changed.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -147,6 +149,43 @@ static void test_stale_tables(void) {
   lua_close(L);
 }
 
+/* More slabs with attributed objects at once than the map words can number (MAP_ATTR_FAR):
+   the later tables are found through the slab descriptor, every free is credited, and every
+   table is dropped. Blocks of 120 bytes, 33 to a one-page slab, straight from the lua_Alloc. */
+static void test_far_numbers(void) {
+  lua_State *L = cprof_newstate();
+  void *ud;
+  lua_Alloc f = lua_getallocf(L, &ud);
+  enum { SIZE = 120, PER_SLAB = 33, NSLABS = MAP_ATTR_FAR + 100, N = PER_SLAB * NSLABS };
+  void **blocks = malloc(N * sizeof *blocks);
+  CHECK(blocks != NULL, "room for the blocks");
+  if (!blocks) {
+    lua_close(L);
+    return;
+  }
+  MemAttr m = {0};
+  cur_node = 9;
+  clock_now = 0;
+  lalloc_attr_start(&m, L, where, NULL, &clock_now);
+  size_t made = 0;
+  while (made < N && (blocks[made] = f(ud, NULL, 0, SIZE)) != NULL) made++;
+  CHECK(made == N, "%zu blocks made", made);
+  CHECK(m.ntabs > MAP_ATTR_FAR + 1, "side tables numbered past the map words' room: %u", m.ntabs);
+  clock_now = 7;
+  for (size_t i = 0; i < made; i++) f(ud, blocks[i], SIZE, 0);
+  lalloc_attr_stop(&m);
+  const MemStat *s = memattr_of(&m, 9);
+  CHECK(s && s->allocs == made && s->frees == made && s->type_frees[LA_RAW] == made,
+        "every block charged and credited: %llu, %llu", s ? (unsigned long long)s->allocs : 0ull,
+        s ? (unsigned long long)s->frees : 0ull);
+  CHECK(s && s->life_min == 7 && s->life_max == 7, "every block lived 7 ticks");
+  CHECK(m.nfree == m.ntabs - 1, "every table dropped: %u free of %u", m.nfree, m.ntabs);
+  CHECK(m.lost == 0, "nothing lost");
+  memattr_free(&m);
+  free(blocks);
+  lua_close(L);
+}
+
 /* Every allocation attribution makes fails in turn: the program's result is the same, the
    failure is counted, and (under ASan) nothing leaks. */
 static void test_out_of_memory(void) {
@@ -180,6 +219,7 @@ int main(int argc, char **argv) {
   test_exact();
   test_moves();
   test_stale_tables();
+  test_far_numbers();
   test_out_of_memory();
   return ctest_done("test_memattr");
 }

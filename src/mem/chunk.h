@@ -33,12 +33,19 @@
 #define CHUNK_MAGIC 0x6370726f66636b31ull
 
 /* The word for each page in a chunk header. A page of a slab that starts at page `first` and
-   belongs to the cache numbered `id` (its owner's index): (id << 10) | (first << 1). The first
-   page of a large block: (pages << 5) | (type << 1) | 1. */
+   belongs to the cache numbered `id` (its owner's index): (id << 23) | (attr << 10) |
+   (first << 1), attr being the number of the slab's side table of memory attribution
+   (mem/memattr.h) when it is below MAP_ATTR_FAR, MAP_ATTR_FAR for a larger one (then in the
+   slab's descriptor), 0 for none: attribution finds it with the load a free makes anyway. The
+   first page of a large block: (pages << 5) | (type << 1) | 1. */
 #define MAP_LARGE 1u
-#define MAP_SLAB(first, id) (((uint32_t)(id) << 10) | ((uint32_t)(first) << 1))
+#define MAP_SLAB(first, id) (((uint32_t)(id) << 23) | ((uint32_t)(first) << 1))
 #define MAP_SLAB_FIRST(w) (((w) >> 1) & (CHUNK_PAGES - 1))
-#define MAP_SLAB_ID(w) ((w) >> 10)
+#define MAP_SLAB_ID(w) ((w) >> 23)
+#define MAP_SLAB_ID_MAX 511u
+#define MAP_ATTR_SHIFT 10
+#define MAP_ATTR_FAR 0x1fffu
+#define MAP_SLAB_ATTR(w) (((w) >> MAP_ATTR_SHIFT) & MAP_ATTR_FAR)
 #define MAP_LARGE_WORD(pages, type) (((uint32_t)(pages) << 5) | ((uint32_t)(type) << 1) | MAP_LARGE)
 #define MAP_LARGE_PAGES(w) ((w) >> 5) /* 0: a huge block, see its chunk header */
 #define MAP_LARGE_TYPE(w) (((w) >> 1) & 15u)
@@ -55,6 +62,7 @@ typedef struct chunk {
   uint32_t map[CHUNK_PAGES];
 } chunk;
 
+_Static_assert(CHUNK_PAGES <= 512, "a page number fits its 9 bits of a map word");
 _Static_assert(sizeof(chunk) <= CHUNK_HDR, "chunk header larger than its page");
 
 static inline chunk *chunk_of(const void *p) {

@@ -3,8 +3,8 @@
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
    the checked paths, taken only when a limit, memory attribution, a trace or a replaced
-   allocator asks for it (attribution's work is inline there: mem/memattr_note.h). See lalloc.h
-   and docs/MEMORY.md. */
+   allocator asks for it; memory attribution's work is inline there and, for allocations, after
+   the fast path's pop (mem/memattr_note.h). See lalloc.h and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +20,8 @@
 #define LIKELY(x) __builtin_expect(!!(x), 1)
 #define UNLIKELY(x) __builtin_expect(!!(x), 0)
 #define SLOW __attribute__((noinline, cold))
+/* The paths memory attribution takes at every event: out of lalloc_f, yet compiled for speed. */
+#define NOTED __attribute__((noinline))
 /* Inline even into the checked paths: they are cold (compiled for size), yet memory
    attribution sends every event through them. */
 #define ALWAYS static inline __attribute__((always_inline))
@@ -42,6 +44,7 @@ static size_t class_size(unsigned cls) {
 }
 
 _Static_assert(LA_NCLASS == 56, "56 size classes up to 4096");
+_Static_assert(LA_NSLOT * LA_NCLASS - 1 <= MAP_SLAB_ID_MAX, "a cache's number fits its map word");
 
 /* ---- Lua types ------------------------------------------------------------------------- */
 
@@ -64,8 +67,10 @@ int lalloc_slot_tag(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_tags[
 static cache cache_none = {.cur = &slab_none};
 
 static void update_gates(lalloc *h) {
-  h->watched = h->attr != NULL || (h->tr.c != NULL && h->tr.on);
-  h->gate = (h->watched || h->want_final) ? 0 : h->limit;
+  int traced = h->tr.c != NULL && h->tr.on;
+  h->watched = h->attr != NULL || traced;
+  /* Attribution alone leaves allocations on the fast path, which tells it after the pop. */
+  h->gate = (traced || h->want_final) ? 0 : h->limit;
   h->slowfree = h->foreign || h->watched;
 }
 
@@ -339,30 +344,40 @@ SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
   else lalloc_trace_forget(h, p);
 }
 
-/* Block p of n bytes and type slot `slot`, in slab s (NULL: a large block), just allocated
-   (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed (LALLOC_EV_FREE): the trace of its
-   cache (when that cache is traced) and memory attribution hear of it. Its callers know the
-   slab and the slot already or find them with one read of the page map, which a free needs
-   anyway. */
-ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s) {
+/* Block p of n bytes and type slot `slot`, in slab s (NULL: a large block), w the map word of
+   its page, just allocated (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed
+   (LALLOC_EV_FREE): the trace of its cache (when that cache is traced) and memory attribution
+   hear of it. */
+ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, uint32_t w) {
   if (UNLIKELY(h->tr.on) && s && s->cache->traced) note_trace(h, ev, p, n);
   if (!h->attr) return;
-  if (ev == LALLOC_EV_FREE) memattr_note_free(h->attr, p, n, (int)slot, s);
-  else memattr_note_alloc(h->attr, ev == LALLOC_EV_MOVE, p, n, (int)slot, s);
+  if (ev == LALLOC_EV_FREE) memattr_note_free(h->attr, p, n, (int)slot, s, w);
+  else memattr_note_alloc(h->attr, ev == LALLOC_EV_MOVE, p, n, (int)slot, s, w);
 }
 
-/* The same, w the map word of p's page in chunk ch. */
+/* The slab of a block in chunk ch whose page has map word w (not MAP_LARGE). */
+ALWAYS slab *slab_at(chunk *ch, uint32_t w) {
+  return (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
+}
+
+/* The same, ch the chunk of p: the slab and the slot come from the map word, which a free
+   reads anyway. */
 ALWAYS void note_at(lalloc *h, int ev, void *p, size_t n, chunk *ch, uint32_t w) {
   if (w & MAP_LARGE)
-    note(h, ev, p, n, MAP_LARGE_TYPE(w), NULL);
-  else
-    note(h, ev, p, n, h->caches[MAP_SLAB_ID(w)]->type,
-         (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT)));
+    note(h, ev, p, n, MAP_LARGE_TYPE(w), NULL, w);
+  else  /* a cache's number is slot * LA_NCLASS + class */
+    note(h, ev, p, n, MAP_SLAB_ID(w) / LA_NCLASS, slab_at(ch, w), w);
 }
 
 ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
   chunk *ch = chunk_of(p);
   note_at(h, ev, p, n, ch, ch->map[chunk_page(p)]);
+}
+
+/* An allocation of the fast path, under attribution without a trace. */
+NOTED static void *alloc_noted(lalloc *h, void *p, size_t n) {
+  if (p) note_block(h, LALLOC_EV_ALLOC, p, n);
+  return p;
 }
 
 static int over_limit(lalloc *h, size_t osize, size_t nsize) {
@@ -386,12 +401,11 @@ SLOW static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
   if (over_limit(h, 0, n)) return NULL;
   unsigned slot = slot_of(tag);
   void *p = alloc_slot(h, slot, n);
-  /* A new block up to LA_SMALL_MAX bytes is a slab object. */
-  if (p && h->watched) note(h, LALLOC_EV_ALLOC, p, n, slot, n > LA_SMALL_MAX ? NULL : slab_of(p));
+  if (p && h->watched) note_block(h, LALLOC_EV_ALLOC, p, n);
   return p;
 }
 
-SLOW static void free_checked(lalloc *h, void *p, size_t osize) {
+NOTED static void free_checked(lalloc *h, void *p, size_t osize) {
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
     int final = p == h->final_block;
     h->live -= osize;
@@ -449,7 +463,9 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
   }
   if (ptr == NULL) {
     if (UNLIKELY(h->live + nsize > h->gate)) return alloc_checked(h, osize, nsize);
-    return alloc_slot(h, slot_of(osize), nsize);
+    void *p = alloc_slot(h, slot_of(osize), nsize);
+    if (UNLIKELY(h->attr != NULL)) return alloc_noted(h, p, nsize);
+    return p;
   }
   if (UNLIKELY(h->slowfree || (nsize > osize && h->live - osize + nsize > h->gate)))
     return realloc_checked(h, ptr, osize, nsize);

@@ -43,6 +43,8 @@ struct lalloc {
   size_t live;             /* bytes Lua holds: its own count, blocks of `prev` included */
   size_t gate;             /* an allocation taking `live` past this takes the checked path */
   int slowfree;            /* frees and reallocs take the checked path */
+  struct MemAttr *attr;    /* memory attribution told of every event, NULL: none; it hears of
+                              the fast path's allocations too (lalloc_f) */
 
   /* cold */
   uint64_t magic;
@@ -61,7 +63,6 @@ struct lalloc {
   void *final_block;       /* freeing it (the last free of lua_close) closes the heap */
   int *gone;               /* set when the heap closes itself */
   lua_State *main, *thread;
-  struct MemAttr *attr;     /* memory attribution told of every event, NULL: none */
   trace tr;
   chunkset cs;
 };

@@ -3,9 +3,10 @@
    are always looked up, since the collector can run inside the hook.
 
    Where a block's node and birth are (memattr.h): slab objects in their slab's side table,
-   found from the slab descriptor's `attr` number and the object's index; large blocks in a hash
-   map. A slab's `attr` may be stale — left by an earlier attribution, or the number reused —
-   so a side table is trusted only when it names the slab back. */
+   found from its number in the map word of the object's page (or, for a number of
+   MAP_ATTR_FAR or more, in the slab descriptor's `attr`) and the object's index; large blocks
+   in a hash map. A number may be stale — left by an earlier attribution, or reused — so a side
+   table is trusted only when it names the slab back. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -25,7 +26,22 @@ static int block_matches(const BlockProbe *q, uint32_t i) { return q->m->blocks[
 
 static uint32_t block_hash(const void *p) { return hash_ptr_line(p, 0); }
 
-/* A new side table for slab s (its number in s->attr), or NULL when out of memory. */
+/* Slab s's side table is number num (0: none): in its descriptor and its map words. */
+static void set_number(slab *s, uint32_t num) {
+  s->attr = num;
+  chunk *ch = chunk_of(s);
+  uint32_t first = chunk_page(s), npages = (uint32_t)(s->cache->slab_bytes >> PAGE_SHIFT);
+  uint32_t bits = (num < MAP_ATTR_FAR ? num : MAP_ATTR_FAR) << MAP_ATTR_SHIFT;
+  for (uint32_t i = first; i < first + npages; i++)
+    ch->map[i] = (ch->map[i] & ~(MAP_ATTR_FAR << MAP_ATTR_SHIFT)) | bits;
+}
+
+/* Slab s's side table, found from the map word of its first page. */
+static SlabAttr *table_of(const MemAttr *m, slab *s) {
+  return memattr_table(m, s, chunk_of(s)->map[chunk_page(s)]);
+}
+
+/* A new side table for slab s, or NULL when out of memory. */
 static SlabAttr *new_table(MemAttr *m, slab *s) {
   uint32_t n = s->total;
   SlabAttr *t = fault_malloc(sizeof *t + (size_t)n * sizeof *t->obj);
@@ -46,16 +62,19 @@ static SlabAttr *new_table(MemAttr *m, slab *s) {
   t->inv = ((1ull << 32) + s->cache->objsize - 1) / s->cache->objsize;
   memset(t->obj, 0, (size_t)n * sizeof *t->obj);
   m->tabs[num] = t;
-  s->attr = num;
+  set_number(s, num);
   return t;
 }
 
-/* The last attributed object of the table's slab is gone: its number is free again (a free
-   slot of free_nums was reserved when the table was made, so this cannot fail). */
+/* The last attributed object of the table's slab is gone (the slab is still there: that object
+   is being freed): its number is free again (a free slot of free_nums was reserved when the
+   table was made, so this cannot fail). */
 void memattr_drop_table(MemAttr *m, SlabAttr *t) {
-  uint32_t num = t->slab->attr;
+  slab *s = t->slab;
+  uint32_t num = s->attr;
   m->tabs[num] = &memattr_no_table;
   m->free_nums[m->nfree++] = num;
+  set_number(s, 0);
   free(t);
 }
 
@@ -66,7 +85,7 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl
     return;
   }
   if (sl) {
-    SlabAttr *t = memattr_table(m, sl);
+    SlabAttr *t = table_of(m, sl);
     /* Room in free_nums for every number there may be, so that dropping a table never fails. */
     if (!t && (array_reserve((void **)&m->free_nums, &m->cfree, sizeof *m->free_nums, m->ntabs, 64) ||
                !(t = new_table(m, sl)))) {

@@ -57,7 +57,7 @@ typedef struct ObjAttr {
 
 /* The side table of one slab. */
 typedef struct SlabAttr {
-  const struct slab *slab; /* the slab described (a slab's `attr` is trusted only if it matches) */
+  struct slab *slab;       /* the slab described (a table's number is trusted only if it matches) */
   uint32_t live;           /* attributed objects alive in it */
   uint32_t n;              /* objects in the slab */
   uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */

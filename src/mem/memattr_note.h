@@ -1,7 +1,8 @@
 /*
  * mem/memattr_note.h — memory attribution's side of each allocation and free (mem/memattr.h),
- * inline in the allocator's checked paths (mem/lalloc.c), which have the block's slab and type
- * slot at hand: the common case (a slab object, a node with a record, a slab with a side table)
+ * inline in the allocator (mem/lalloc.c) after the fast path's pop and in the checked paths,
+ * which have the block's page-map word, hence its slab, type slot and side table's number, at
+ * hand: the common case (a slab object, a node with a record, a slab with a side table)
  * makes no call but where(). The rest is in memattr.c. Apart from memattr.h, since it needs the
  * allocator's internals (mem/slab.h), which the profiler's other files need not see.
  */
@@ -24,12 +25,15 @@ void memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
 /* The side table's last attributed object is gone. */
 void memattr_drop_table(MemAttr *m, SlabAttr *t);
 
-/* Slab s's side table, or NULL: a slab's `attr` may be stale (left by an earlier attribution,
-   or its number reused), so a table is trusted only when it names the slab back. A slab with
-   none (`attr` 0) and a free number find memattr_no_table, which names no slab. */
+/* Slab s's side table, or NULL; w is the map word of one of its pages (mem/chunk.h), which
+   holds the table's number unless it is MAP_ATTR_FAR or more (then it is in s->attr). A number
+   may be stale (left by an earlier attribution, or reused), so a table is trusted only when it
+   names the slab back. A slab with none (0) and a free number find memattr_no_table, which
+   names no slab. */
 extern SlabAttr memattr_no_table;
-MEMATTR_INLINE SlabAttr *memattr_table(const MemAttr *m, const slab *s) {
-  uint32_t a = s->attr;
+MEMATTR_INLINE SlabAttr *memattr_table(const MemAttr *m, const slab *s, uint32_t w) {
+  uint32_t a = MAP_SLAB_ATTR(w);
+  if (__builtin_expect(a == MAP_ATTR_FAR, 0)) a = s->attr;
   if (a >= m->ntabs) return NULL;
   SlabAttr *t = m->tabs[a];
   return t->slab == s ? t : NULL;
@@ -76,19 +80,19 @@ MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_
   s->type_frees[slot]++;
 }
 
-/* Block `block` of `size` bytes and type slot `slot`, in slab sl (NULL: a large block), was
-   just allocated (moved 0) or continues a block just freed (moved 1: a realloc).
-   Allocations made by cprof's own hook are not the program's; a block born before the profile
-   (the string table, a stack, a table made earlier) that Lua moves stays out of it: its
-   allocation was not the program's code running now. */
+/* Block `block` of `size` bytes and type slot `slot`, in slab sl (NULL: a large block; w the
+   map word of its page), was just allocated (moved 0) or continues a block just freed (moved
+   1: a realloc). Allocations made by cprof's own hook are not the program's; a block born
+   before the profile (the string table, a stack, a table made earlier) that Lua moves stays out
+   of it: its allocation was not the program's code running now. */
 MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int moved, void *block, size_t size, int slot,
-                                      slab *sl) {
+                                      slab *sl, uint32_t w) {
   if (m->in_hook || (moved && !m->freed_known)) return;
   uint32_t node = m->where(m->where_ud);
   if (node == IDX_NONE) return;  /* no profiled frame is running */
   cprof_ticks at = *m->now - m->t0;
   SlabAttr *t;
-  if (__builtin_expect(node >= m->cstats || !sl || !(t = memattr_table(m, sl)), 0)) {
+  if (__builtin_expect(node >= m->cstats || !sl || !(t = memattr_table(m, sl, w)), 0)) {
     memattr_alloc_rare(m, block, size, slot, sl, node, at);
     return;
   }
@@ -98,12 +102,12 @@ MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int moved, void *block, size_
 
 /* Block `block` is about to be freed: credited to its node if it was attributed. */
 MEMATTR_INLINE void memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
-                                     const slab *sl) {
+                                     const slab *sl, uint32_t w) {
   if (__builtin_expect(!sl, 0)) {
     memattr_free_large(m, block, size, slot);
     return;
   }
-  SlabAttr *t = memattr_table(m, sl);
+  SlabAttr *t = memattr_table(m, sl, w);
   ObjAttr *o = t ? &t->obj[memattr_index(t, block)] : NULL;
   uint32_t node = o ? o->node : 0;
   m->freed_known = node != 0;

@@ -32,7 +32,8 @@ typedef struct slab {
   uint32_t busy, total;    /* objects allocated; objects in the slab */
   uint32_t listed;         /* on the partial list */
   uint32_t attr;           /* memory attribution's side table of these objects (mem/memattr.c):
-                              its number, 0 for none; a new slab starts with none */
+                              its number, 0 for none; a new slab starts with none (and so do
+                              its map words, which hold the numbers below MAP_ATTR_FAR) */
 } slab;
 
 #define SLAB_HDR 64
