@@ -236,6 +236,8 @@ test: deps export-readers
 	$(MAKE) --no-print-directory spec-public || status=1; \
 	suites="$$suites public"; \
 	$(MAKE) --no-print-directory ctest || status=1; \
+	echo "==> the benchmarks' C programs build"; \
+	$(MAKE) --no-print-directory build/lua5.4/bench-alloc build/lua5.4/emptyhook.so || status=1; \
 	$(MAKE) --no-print-directory check-includes || status=1; \
 	$(MAKE) --no-print-directory check-install || status=1; \
 	$(MAKE) --no-print-directory fuzz-short || status=1; \
