@@ -5,7 +5,8 @@ local cprof = require "cprof"
 
 local ROOT = S.absolute(S.ROOT)
 
-local function env() return "env -u CPROF_OUT " .. S.child_env() end
+-- The counter timer: the specs' times are counts of events, so their order is exact.
+local function env() return "env -u CPROF_OUT " .. S.child_env("CPROF_TIMER=counter") end
 
 -- Two spec files: one with a spec that does far more work than the others.
 local SLOW = [[
@@ -98,5 +99,15 @@ describe("cprof.busted", function()
     local _, err, status = busted("-Xhelper bogus")
     assert.are_not.equal(0, status)
     assert.matches("cprof.busted: unknown option 'bogus'", err)
+  end)
+
+  it("reports a CPROF_TIMER it cannot have, and runs on the default timer", function()
+    local out, err, status = S.capture(("cd %s && %s CPROF_TIMER=nope %s /usr/bin/busted -o TAP"
+      .. " --helper=cprof.busted spec"):format(S.q(dir), env(), S.lua))
+    assert.are.equal(0, status, err)
+    assert.matches("ok 3 ", out)
+    assert.matches("cprof.busted: CPROF_TIMER: timer 'nope': unknown timer", err, 1, true)
+    assert.matches("; using the default timer\n", err, 1, true)
+    assert.matches("cprof: the slowest specs (3,", err, 1, true)
   end)
 end)

@@ -120,7 +120,15 @@ function M.start(argv)
   if type(auto) == "table" and auto.handover then auto.handover() end
   local exclude = M.excluded()
   for _, p in ipairs(o.exclude) do exclude[#exclude + 1] = p end
-  local p = cprof.Profile { exclude = exclude }
+  -- CPROF_TIMER as cprof.auto reads it: `counter` makes the spec times exact counts of events.
+  local timer = os.getenv("CPROF_TIMER")
+  if timer == "" then timer = nil end
+  local ok, p = pcall(cprof.Profile, { exclude = exclude, timer = timer })
+  if not ok then
+    io.stderr:write("cprof.busted: CPROF_TIMER: ", (tostring(p):gsub("^cprof: ", "")),
+                    "; using the default timer\n")
+    p = cprof.Profile { exclude = exclude }
+  end
   local files, specs = {}, {}
   local file_t0, spec_t0, current_file
   local run_t0 = p:now()
