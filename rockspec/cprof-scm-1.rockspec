@@ -100,6 +100,7 @@ build = {
             "src/dump/write.c",
             "src/engine/engine.c",
             "src/hook/defname.c",
+            "src/hook/filters.c",
             "src/hook/hook.c",
             "src/hook/ident.c",
             "src/hook/layout.c",

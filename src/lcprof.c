@@ -14,6 +14,7 @@
 
 #include "dump/ldump.h"
 #include "hook/hook.h"
+#include "hook/filters.h"
 #include "hook/ident.h"
 #include "hook/layout.h"
 #include "hook/live.h"
@@ -235,11 +236,11 @@ static int l_new(lua_State *L) {
   if (lua_istable(L, 1)) {
     option(L, "exclude");
     option(L, "include");
-    ident_set_filters(P, L, -2, -1, builtins);
+    filters_set(P, L, -2, -1, builtins);
     lua_pop(L, 2);
     if (lines == LINES_CHOSEN) {
       option(L, "lines");
-      ident_set_lines(P, L, -1);
+      filters_set_lines(P, L, -1);
       lua_pop(L, 1);
     }
   }
@@ -268,7 +269,7 @@ static int l_sibling(lua_State *L) {
   P->public_only = lp->P.public_only;
   P->bias = lp->P.bias;
   ((LProfile *)P)->subcalls = lp->subcalls;
-  ident_copy_filters(P, &lp->P, L);
+  filters_copy(P, &lp->P, L);
   return 1;
 }
 
@@ -430,7 +431,7 @@ static int l_gc(lua_State *L) {
   LProfile *lp = luaL_checkudata(L, 1, PROFILE_MT);
   hook_forget(&lp->P, L);
   ident_release(&lp->P, L);
-  ident_drop_filters(&lp->P, L);
+  filters_drop(&lp->P, L);
   prof_free(&lp->P);
   luatimer_free(&lp->lt, L);
   return 0;

@@ -5,6 +5,7 @@
    release, or a profile whose fast path is off) and the program's own hook take longer. */
 #include "engine/engine.h"
 #include "hook/hook.h"
+#include "hook/filters.h"
 #include "hook/ident.h"
 #include "hook/layout.h"
 #include "hook/live.h"
@@ -128,8 +129,8 @@ static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *call
   if (e != IDX_NONE) {
     uint32_t links = P->tree.nlinks;
     lk = tree_link(&P->tree, caller ? caller->node : IDX_NONE, caller ? caller->entry : IDX_NONE,
-                   e, ident_excluded(P, L, e));
-    if (P->lines.on == LINES_CHOSEN) ident_choose_lines(P, L, e);
+                   e, filters_excluded(P, L, e));
+    if (P->lines.on == LINES_CHOSEN) filters_choose_lines(P, L, e);
     if (lk != IDX_NONE && P->tree.nlinks != links) ident_name_from_call(P, L, ar, e);
     if (lk != IDX_NONE && caller) tree_remember(&P->tree.nodes[caller->node], key, src, line, lk);
   }

@@ -51,23 +51,6 @@ void ident_name_all(Profiler *P, lua_State *L);
 /* Lets go of the chunk-name strings P kept alive (its keys are gone: clear() or collection). */
 void ident_release(Profiler *P, lua_State *L);
 
-/* Whether the profile's record-time filters leave entry e out (P->filters; decided once per
-   entry, on a call that missed its cache: the function is the one `ar` calls). */
-int ident_excluded(Profiler *P, lua_State *L, uint32_t e);
-/* Sets profile P's filters from option values at `exclude` and `include` of L's stack (a Lua
-   pattern or a list of them on file names, or nil) and `builtins`; raises a Lua error naming
-   the option for a bad one. */
-void ident_set_filters(Profiler *P, lua_State *L, int exclude, int include, int builtins);
-/* LINES_CHOSEN: sets entry e's `lines` (decided once per entry, on a call that missed its cache:
-   whether it is one of the functions chosen for line events). */
-void ident_choose_lines(Profiler *P, lua_State *L, uint32_t e);
-/* Sets the functions chosen for P's line events from the list at `idx` (option lines = {f, g});
-   raises a Lua error for a bad one. */
-void ident_set_lines(Profiler *P, lua_State *L, int idx);
-/* Gives profile `to` the filters of `from`. */
-void ident_copy_filters(Profiler *to, const Profiler *from, lua_State *L);
-/* Lets go of P's filters (P is being freed). */
-void ident_drop_filters(Profiler *P, lua_State *L);
 
 /* Marks the function at `idx` as part of the profiler: an internal frame still open at
    disable() is left out of the numbers. */
