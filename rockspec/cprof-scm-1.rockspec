@@ -48,6 +48,7 @@ build = {
    type = "builtin",
    modules = {
       ["cprof"] = "lua/cprof/init.lua",
+      ["cprof.allocdata"] = "lua/cprof/allocdata.lua",
       ["cprof.args"] = "lua/cprof/args.lua",
       ["cprof.auto"] = "lua/cprof/auto.lua",
       ["cprof.bias"] = "lua/cprof/bias.lua",

@@ -35,7 +35,7 @@ local function exercise(path, dir)
     local d = core.read_dump(path)
     profdata.to_stats(d)
     profdata.merge(d, d)
-    profdata.allocator(d)
+    require("cprof.allocdata").get(d)
     require("cprof.bias").apply(d)
     st:add(d)
   end

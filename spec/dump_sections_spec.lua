@@ -4,6 +4,7 @@
 -- others. Plain Lua 5.1 syntax: the same file runs under LuaJIT.
 local core = require "cprof.core"
 local data = require "cprof.profdata"
+local allocdata = require "cprof.allocdata"
 
 local S = require "spec.support"
 
@@ -48,7 +49,7 @@ local function with_lines()
   }
 end
 
--- What cprof.memory.stats() returns (made up, every field), as data.set_allocator takes it.
+-- What cprof.memory.stats() returns (made up, every field), as allocdata.set takes it.
 local function allocator_stats(limit)
   local s = {
     lua_bytes = 123456, requested = 120000, foreign = 3456, held = 130000, footprint = 150000,
@@ -214,31 +215,31 @@ describe("optional dump sections", function()
     it("round-trips what cprof.memory.stats() returns, every number identical", function()
       for _, limit in ipairs({ false, 64 * 2 ^ 20 }) do
         local s = allocator_stats(limit and toint(limit) or nil)
-        local d = data.set_allocator(with_lines(), s)
+        local d = allocdata.set(with_lines(), s)
         local got = roundtrip(d)
         assert.are.equal(2, got.mem_caches.n)
         assert.are.equal(2, got.mem_free_lists.n)
-        assert_deep(s, data.allocator(got), "stats")
+        assert_deep(s, allocdata.get(got), "stats")
         assert.are.equal(s.lua_bytes, got.meta.mem_lua_bytes)
         if limit then assert.are.equal(s.limit, got.meta.mem_limit) else assert.is_nil(got.meta.mem_limit) end
       end
     end)
 
-    it("a dump without one reads back without the groups; data.allocator says nil", function()
+    it("a dump without one reads back without the groups; allocdata.get says nil", function()
       local got = roundtrip(with_lines())
       for _, g in ipairs({ "mem_caches", "mem_types", "mem_arenas", "mem_free_lists" }) do
         assert.is_nil(got[g], g)
       end
-      assert.is_nil(data.allocator(got))
+      assert.is_nil(allocdata.get(got))
     end)
 
     it("the writer checks free lists against the arenas", function()
-      local d = data.set_allocator(with_lines(), allocator_stats())
+      local d = allocdata.set(with_lines(), allocator_stats())
       d.mem_arenas = nil
       local ok, err = pcall(core.write_dump, dir .. "/x.prof", d)
       assert.is_false(ok)
       assert.is_truthy(err:find("mem_free_lists.arena[1] = 2 is not an index of mem_arenas (mem_arenas.n = 0)", 1, true), err)
-      d = data.set_allocator(with_lines(), allocator_stats())
+      d = allocdata.set(with_lines(), allocator_stats())
       d.mem_caches.name[2] = 7
       ok, err = pcall(core.write_dump, dir .. "/x.prof", d)
       assert.is_false(ok)
@@ -253,7 +254,7 @@ describe("optional dump sections", function()
       local script = dir .. "/child.lua"
       write_file(script, [[
         local cprof = require "cprof"
-        local core, data = require "cprof.core", require "cprof.profdata"
+        local core, allocdata = require "cprof.core", require "cprof.allocdata"
         cprof.memory.install()
         local keep = {}
         local p = cprof.Profile { lines = true }
@@ -274,7 +275,7 @@ describe("optional dump sections", function()
           if k:sub(1, 4) == "mem_" then mem = mem + 1 assert(r.meta[k] == v, k) end
         end
         io.write("meta ", mem, "\n")
-        io.write("caches ", #data.allocator(r).caches, " ", tostring(d.mem_caches.n > 0), "\n")
+        io.write("caches ", #allocdata.get(r).caches, " ", tostring(d.mem_caches.n > 0), "\n")
         io.write("allocs ", d.nodes.alloc_count[1] or "none", "\n")
       ]])
       local p = io.popen("lua5.4 '" .. script .. "' '" .. dir .. "/child.prof' 2>&1")
@@ -338,7 +339,7 @@ describe("optional dump sections", function()
     end)
 
     it("gives one clean error for a dump with every section truncated at any byte, and never crashes on a flipped byte", function()
-      local d = data.set_allocator(with_lines(), allocator_stats(1000))
+      local d = allocdata.set(with_lines(), allocator_stats(1000))
       local path = dir .. "/all.prof"
       core.write_dump(path, d)
       local b = read_file(path)
@@ -369,7 +370,7 @@ describe("optional dump sections", function()
     end)
 
     it("reports running out of memory at any allocation while writing them", function()
-      local d = data.set_allocator(with_lines(), allocator_stats())
+      local d = allocdata.set(with_lines(), allocator_stats())
       local path = dir .. "/oom.prof"
       local n = 0
       repeat
@@ -379,7 +380,7 @@ describe("optional dump sections", function()
         if not ok then assert.are.equal("cprof: " .. path .. ": out of memory", err) end
         n = n + 1
       until ok
-      assert_deep(data.allocator(d), data.allocator(core.read_dump(path)), "stats")
+      assert_deep(allocdata.get(d), allocdata.get(core.read_dump(path)), "stats")
     end)
   end)
 end)

@@ -5,6 +5,7 @@
 local cprof = require "cprof"
 local stats = require "cprof.stats"
 local data = require "cprof.profdata"
+local allocdata = require "cprof.allocdata"
 local json = require "cprof.report.json"
 
 local S = require "spec.support"
@@ -227,7 +228,7 @@ describe("the allocator snapshot in reports", function()
                    releases = 0, import_failures = 0, hash_size = 64, hash_empty = 62, hash_longest = 1,
                    meta = 100, free_lists = {} } },
     }
-    local d = data.set_allocator(data.from_stats(stats.new(table_with_memory())), s)
+    local d = allocdata.set(data.from_stats(stats.new(table_with_memory())), s)
     local st = stats.new(d)
     assert.is_table(st.allocator)
     local want = collector()
@@ -240,7 +241,7 @@ describe("the allocator snapshot in reports", function()
     assert.matches('"free_lists":%[{"list":20,"segs":1}%]', json.stats_json(st, {}, 0))
     -- add: the first source's snapshot that has one
     local other = stats.new(table_with_memory())
-    other:add(st, stats.new(data.set_allocator(data.from_stats(other), { caches = {}, types = {}, arenas = {} })))
+    other:add(st, stats.new(allocdata.set(data.from_stats(other), { caches = {}, types = {}, arenas = {} })))
     assert.are.equal(st.allocator, other.allocator)
     assert.matches("no allocator snapshot", output(stats.new(table_with_memory()), "print_allocator"))
   end)

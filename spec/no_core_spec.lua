@@ -38,6 +38,7 @@ end
 local REPORTS = ([[
 local stats = require "cprof.stats"
 local profdata = require "cprof.profdata"
+local allocdata = require "cprof.allocdata"
 local st = stats.new(%q)
 st:sort_stats("cumulative"):print_stats()
 st:print_callers(3)
@@ -66,7 +67,7 @@ local s = { lua_bytes = 1000, requested = 900, foreign = 0, held = 960, footprin
                nr_spans = 1, nr_imports = 0, nr_empty = 0, allocs = 1, frees = 0, imports = 0,
                releases = 0, import_failures = 0, hash_size = 64, hash_empty = 63,
                hash_longest = 1, meta = 100, free_lists = { [12] = 1 } } } }
-stats.new(profdata.set_allocator(profdata.from_stats(t), s)):print_allocator()
+stats.new(allocdata.set(profdata.from_stats(t), s)):print_allocator()
 require("cprof.report").print({ entries = entries }, { sort = "calls", views = { "stats", "callees" } })
 print(#t:entries(), #t:report_table({ callers = true }).rows)
 -- (after a failed require, Lua 5.1 and LuaJIT leave a sentinel in package.loaded)

@@ -23,6 +23,7 @@ args.name_objects(core.metatable, "cprof.Profile")
 
 local bias_mod = require "cprof.bias"
 local profdata = require "cprof.profdata"
+local allocdata = require "cprof.allocdata"
 local dump = require "cprof.dump"
 
 local type, next, pcall, error, getmetatable, setmetatable, rawget, rawequal, ipairs =
@@ -291,7 +292,7 @@ function methods:dump_data()
   meta.pid = process_id()
   meta.host = host_name()
   meta.cprof_version = version.VERSION
-  if cprof.memory.installed() then profdata.set_allocator(d, cprof.memory.stats()) end
+  if cprof.memory.installed() then allocdata.set(d, cprof.memory.stats()) end
   return d
 end
 

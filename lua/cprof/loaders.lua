@@ -15,6 +15,7 @@
 local funckey = require "cprof.funckey"
 local pyfmt = require "cprof.pyfmt"
 local profdata = require "cprof.profdata"
+local allocdata = require "cprof.allocdata"
 local bias = require "cprof.bias"
 local dump = require "cprof.dump"
 local marshal = require "cprof.pstats.marshal"
@@ -241,7 +242,7 @@ function M.data(st, d)
   -- Malformed data: cprof.profdata.to_stats says what is wrong with it.
   M.getstats(st, profdata.to_stats(ok and applied or d))
   if st.trees then st.trees[#st.trees + 1] = ok and applied or d end
-  if st.allocator == nil then st.allocator = profdata.allocator(d) end
+  if st.allocator == nil then st.allocator = allocdata.get(d) end
 end
 
 --- Copies everything of Stats `other` into st (its records merged into st's own).

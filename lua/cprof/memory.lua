@@ -66,7 +66,7 @@ end
 --- kmemstat, free, arena_stats, slab_stats, types, waste and report([stream], [stats]): the
 --- reports of cprof.report.allocator (Akaros's layouts) written to `stream` (default
 --- io.stdout) with one write, from `stats` (what stats() returned, now or earlier: a dump's
---- allocator snapshot, see cprof.profdata.allocator) or, without it, a new reading of this
+--- allocator snapshot, see cprof.allocdata.get) or, without it, a new reading of this
 --- state's allocator.
 for _, name in ipairs({ "kmemstat", "free", "arena_stats", "slab_stats", "types", "waste",
                         "report" }) do

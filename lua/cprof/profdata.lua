@@ -17,15 +17,12 @@
 -- indices; a node's parent is a smaller node index, or 0 for a root.  Times are in seconds.
 -- The memory columns are there only for profiles with memory (cprof's allocator); `lines` only
 -- for profiles with line events; the mem_* groups and meta keys only in dumps taken with cprof's
--- allocator installed (the allocator snapshot: see profdata.allocator).
+-- allocator installed (the allocator snapshot: cprof.allocdata reads and writes it).
 --
 --   profdata.to_stats(d)        the getstats()-shaped table that cprof.stats reads
 --   profdata.merge(a, b, ...)   a new data table holding the sum of the profiles
 --   profdata.from_stats(s)      data from a Stats object or a getstats() table (no tree)
 --   profdata.merge_meta(a, b)   the meta of the sum of two profiles
---   profdata.allocator(d)       the allocator snapshot of d as cprof.memory.stats() returns it,
---                               or nil
---   profdata.set_allocator(d, s) stores a cprof.memory.stats() table in d (groups, meta keys)
 --   profdata.add_memory(a, b)   the sum of two memory records (counts summed, min/max kept)
 --
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
@@ -68,6 +65,7 @@ local MEM_GROUPS = { "mem_caches", "mem_types", "mem_arenas", "mem_free_lists" }
 local function fail(fmt, ...)
   error("cprof.data: " .. sformat(fmt, ...), 0)
 end
+M.fail = fail
 
 -- The section `name` of d, checked to be a table with a count n and the given columns.
 local function section(d, name, cols, optional)
@@ -303,6 +301,7 @@ local function new_section(cols)
   for _, c in ipairs(cols) do s[c] = {} end
   return s
 end
+M.new_section = new_section
 
 local function add_stats(dst, j, src, i)
   for _, c in ipairs(STAT_COLS) do dst[c][j] = dst[c][j] + src[c][i] end
@@ -352,6 +351,7 @@ local function has_allocator(d)
   return type(d.mem_caches) == "table" or type(d.mem_types) == "table"
     or type(d.mem_arenas) == "table"
 end
+M.has_allocator = has_allocator
 
 -- The row of group T that `ids` (identity -> row) gives to `id`, and true; or, for an identity
 -- not seen yet, a new last row of T, and false.
@@ -589,7 +589,8 @@ function M.from_stats(s)
       end
     end
   end
-  if type(s.allocator) == "table" then M.set_allocator(d, s.allocator) end
+  -- (required here: cprof.allocdata builds on this module)
+  if type(s.allocator) == "table" then require("cprof.allocdata").set(d, s.allocator) end
   for i, e in ipairs(rows) do
     local idx = {}
     for ci in pairs(e.callers or {}) do idx[#idx + 1] = ci end
@@ -604,100 +605,6 @@ function M.from_stats(s)
       E.tottime[j], E.cumtime[j] = ed.tottime or 0, ed.cumtime or 0
     end
   end
-  return d
-end
-
----------------------------------------------------------------------------
--- The allocator snapshot
----------------------------------------------------------------------------
-
--- Row i of a group as a table of the given columns (a missing value: 0, or "" for names).
-local function row_of(g, i, cols)
-  local r = {}
-  for _, c in ipairs(cols) do
-    local col = g[c]
-    local v = type(col) == "table" and col[i] or nil
-    if v == nil then v = (c == "name" or c == "type" or c == "source") and "" or 0 end
-    r[c] = v
-  end
-  return r
-end
-
-local function group_rows(d, name, cols)
-  local g = d[name]
-  local out = {}
-  if type(g) ~= "table" then return out end
-  local n = g.n
-  if type(n) ~= "number" or n < 0 or n % 1 ~= 0 then
-    fail("'%s.n' must be a count, not %s", name, tostring(n))
-  end
-  for i = 1, n do out[i] = row_of(g, i, cols) end
-  return out
-end
-
---- The allocator snapshot of data d (a dump taken with cprof's allocator installed), in the
---- shape cprof.memory.stats() returns: the totals (from the meta keys mem_*), caches (with
---- total = objects * objsize and alloc = live * objsize), types, and arenas (with their
---- free_lists).  nil when d has none.
-function M.allocator(d)
-  if type(d) ~= "table" or not has_allocator(d) then return nil end
-  local meta = type(d.meta) == "table" and d.meta or {}
-  local s = {}
-  for _, k in ipairs(M.MEM_TOTALS) do
-    local v = meta["mem_" .. k]
-    s[k] = type(v) == "number" and v or 0
-  end
-  if type(meta.mem_limit) == "number" then s.limit = meta.mem_limit end
-  s.caches = group_rows(d, "mem_caches", M.MEM_CACHE_COLUMNS)
-  for _, c in ipairs(s.caches) do
-    c.total, c.alloc = c.objects * c.objsize, c.live * c.objsize
-  end
-  s.types = group_rows(d, "mem_types", M.MEM_TYPE_COLUMNS)
-  s.arenas = group_rows(d, "mem_arenas", M.MEM_ARENA_COLUMNS)
-  for _, a in ipairs(s.arenas) do a.free_lists = {} end
-  for _, f in ipairs(group_rows(d, "mem_free_lists", M.MEM_FREE_LIST_COLUMNS)) do
-    local a = s.arenas[f.arena]
-    if not a then fail("mem_free_lists: arena %s is not an arena index", tostring(f.arena)) end
-    a.free_lists[f.list] = (a.free_lists[f.list] or 0) + f.segs
-  end
-  return s
-end
-
---- Stores the allocator snapshot `s` (what cprof.memory.stats() returns) in data d: the totals
---- as meta keys mem_<name> (mem_limit only when there is a limit) and the groups mem_caches,
---- mem_types, mem_arenas and mem_free_lists.  Returns d.
-function M.set_allocator(d, s)
-  if type(s) ~= "table" then fail("set_allocator needs a table of allocator statistics") end
-  d.meta = d.meta or {}
-  for _, k in ipairs(M.MEM_TOTALS) do d.meta["mem_" .. k] = s[k] or 0 end
-  d.meta.mem_limit = s.limit
-  local function group(rows, cols)
-    local g = new_section(cols)
-    for i, r in ipairs(rows or {}) do
-      for _, c in ipairs(cols) do
-        local v = r[c]
-        if v == nil then v = (c == "name" or c == "type" or c == "source") and "" or 0 end
-        g[c][i] = v
-      end
-      g.n = i
-    end
-    return g
-  end
-  d.mem_caches = group(s.caches, M.MEM_CACHE_COLUMNS)
-  d.mem_types = group(s.types, M.MEM_TYPE_COLUMNS)
-  d.mem_arenas = group(s.arenas, M.MEM_ARENA_COLUMNS)
-  local fl = new_section(M.MEM_FREE_LIST_COLUMNS)
-  for i, a in ipairs(s.arenas or {}) do
-    local lists = {}
-    for list in pairs(a.free_lists or {}) do lists[#lists + 1] = list end
-    table.sort(lists)
-    for _, list in ipairs(lists) do
-      local j = fl.n + 1
-      fl.n = j
-      fl.arena[j], fl.list[j], fl.segs[j] = i, list, a.free_lists[list]
-    end
-  end
-  d.mem_free_lists = fl
   return d
 end
 

@@ -8,7 +8,7 @@
 --   summary.series(list, out)      cprof-stats --memory-series: one row per dump
 --   summary.series_svg(list, out)  the same as an SVG line chart of the byte counts
 
-local profdata = require("cprof.profdata")
+local allocdata = require("cprof.allocdata")
 local allocator = require("cprof.report.allocator")
 local pyfmt = require("cprof.pyfmt")
 
@@ -29,7 +29,7 @@ end
 function M.read(path)
   local ok, d = pcall(need_core(path).read_dump, path, "summary")
   if not ok then error(d, 0) end
-  return { file = path, meta = d.meta or {}, allocator = profdata.allocator(d) }
+  return { file = path, meta = d.meta or {}, allocator = allocdata.get(d) }
 end
 
 -- The memory charged to the contexts, from the metadata: nil when the profile has none.
