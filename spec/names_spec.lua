@@ -286,3 +286,42 @@ describe("names of the standard library's unnamed C functions", function()
     assert.are.equal("0", out)
   end)
 end)
+
+describe("names of cprof's own C methods", function()
+  it("names the C methods behind cprof's Lua wrappers, which no module holds", function()
+    -- A program that takes a snapshot while profiling calls methods:snapshot (Lua), which calls
+    -- the C snapshot its wrapper replaced in the methods table.
+    local p = cprof.Profile { timer = "counter" }
+    p:enable()
+    p:snapshot()
+    p:snapshot()
+    p:disable()
+    local calls = {}
+    for _, e in ipairs(p:getstats().entries) do
+      if e.what == "C" then
+        calls[e.name] = e.ncalls
+        assert.is_nil(e.name:match("^C function"), e.name)
+      end
+    end
+    assert.are.equal(2, calls["cprof.Profile:snapshot"])
+  end)
+
+  it("names the dump codec's protected bodies, which it runs under lua_pcall", function()
+    local path = S.tmpname(".prof")
+    local p = cprof.Profile { timer = "counter" }
+    p:enable()
+    p:dump_stats(path)
+    require("cprof.stats").new(path)
+    p:disable()
+    os.remove(path)
+    local calls = {}
+    for _, e in ipairs(p:getstats().entries) do
+      if e.what == "C" then
+        calls[e.name] = e.ncalls
+        assert.is_nil(e.name:match("^C function"), e.name)
+      end
+    end
+    assert.are.equal(1, calls["cprof.core.write_dump (body)"])
+    assert.are.equal(1, calls["cprof.core.read_dump (body)"])
+  end)
+end)

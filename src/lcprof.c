@@ -12,7 +12,9 @@
 
 #include <lauxlib.h>
 
+#include "dump/format.h"
 #include "dump/ldump.h"
+#include "dump/out.h"
 #include "hook/hook.h"
 #include "hook/filters.h"
 #include "hook/ident.h"
@@ -439,7 +441,7 @@ static int l_gc(lua_State *L) {
 
 static int l_mark_internal(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  ident_mark_internal(L, 1);
+  ident_mark_internal(L, 1, luaL_optstring(L, 2, NULL));
   return 0;
 }
 
@@ -475,8 +477,9 @@ int luaopen_cprof_core(lua_State *L) {
     luaL_setfuncs(L, methods, 0);
     for (const luaL_Reg *m = methods; m->name; m++) {
       lua_getfield(L, -1, m->name);
-      ident_mark_internal(L, -1);
-      lua_pop(L, 1);
+      lua_pushfstring(L, PROFILE_MT ":%s", m->name);
+      ident_mark_internal(L, -2, lua_tostring(L, -1));
+      lua_pop(L, 2);
     }
     lua_setfield(L, -2, "__index");
     lua_pushcfunction(L, l_gc);
@@ -507,6 +510,16 @@ int luaopen_cprof_core(lua_State *L) {
   lua_setfield(L, -2, "metatable");
   lua_remove(L, -2);
   ldump_register(L);
+  /* The dump codec's protected bodies, called under lua_pcall where the hook sees them. */
+  static const luaL_Reg bodies[] = {{"cprof.core.read_dump (body)", dump_read_body},
+                                    {"cprof.core.write_dump (body)", dump_write_body},
+                                    {"cprof.core.write_file (body)", out_write_whole},
+                                    {NULL, NULL}};
+  for (const luaL_Reg *b = bodies; b->name; b++) {
+    lua_pushcfunction(L, b->func);
+    ident_mark_internal(L, -1, b->name);
+    lua_pop(L, 1);
+  }
   live_register(L);
   lmemory_register(L);
   return 1;

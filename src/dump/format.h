@@ -334,5 +334,9 @@ int dump_read_summary(lua_State *L, const char *name, const unsigned char *buf, 
 int dump_write_file(lua_State *L, const char *path, int data);
 int dump_write_memory(lua_State *L, const char *name, int data, unsigned char **out,
                       size_t *outlen);
+/* What the reader and the writer run under lua_pcall, so that a profile running meanwhile
+   sees them called: lcprof.c gives them names for its reports. */
+int dump_read_body(lua_State *L);
+int dump_write_body(lua_State *L);
 
 #endif

@@ -307,7 +307,7 @@ typedef struct Whole {
   size_t n;
 } Whole;
 
-static int write_whole(lua_State *L) {
+int out_write_whole(lua_State *L) {
   Whole *w = lua_touserdata(L, 1);
   out_open_file(&w->o);
   out_bytes(&w->o, w->p, w->n);
@@ -317,7 +317,7 @@ static int write_whole(lua_State *L) {
 
 int out_write_file(lua_State *L, const char *path, const void *p, size_t n) {
   Whole w = {.o = {.L = L, .name = path, .fd = -1}, .p = p, .n = n};
-  lua_pushcfunction(L, write_whole);
+  lua_pushcfunction(L, out_write_whole);
   lua_pushlightuserdata(L, &w);
   int status = lua_pcall(L, 1, 0, 0);
   out_release(&w.o);

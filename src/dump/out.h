@@ -59,6 +59,8 @@ uint32_t out_crc(DumpOut *o);
    atomically, a symbolic link followed, a device or FIFO written through): 0, or 1 with the
    message "cprof: <path>: ..." pushed. Never raises. */
 int out_write_file(lua_State *L, const char *path, const void *p, size_t n);
+/* What out_write_file runs under lua_pcall (named in reports by lcprof.c). */
+int out_write_whole(lua_State *L);
 
 /* Makes room for n more bytes in the buffer (flushing a file's). */
 void out_room(DumpOut *o, size_t n);

@@ -489,7 +489,7 @@ static void read_meta(Reader *R) {
   at_end(R, &c);
 }
 
-static int read_body(lua_State *L) {
+int dump_read_body(lua_State *L) {
   Reader *R = lua_touserdata(L, 1);
   lua_settop(L, 0);
   if (!lua_checkstack(L, DUMP_MAX_FIELDS + 16)) rerr(R, "out of memory");
@@ -528,7 +528,7 @@ static int read_dump(lua_State *L, const char *name, const unsigned char *buf, s
   R.len = len;
   R.summary = summary;
   int top = lua_gettop(L);
-  lua_pushcfunction(L, read_body);
+  lua_pushcfunction(L, dump_read_body);
   lua_pushlightuserdata(L, &R);
   int status = lua_pcall(L, 1, 2, 0);
   if (status != 0 && (status == LUA_ERRMEM || lua_type(L, -1) != LUA_TSTRING)) {

@@ -465,7 +465,7 @@ static void write_meta(Writer *W) {
 
 /* ------------------------------------------------------------------------------------------ */
 
-static int write_body(lua_State *L) {
+int dump_write_body(lua_State *L) {
   Writer *W = lua_touserdata(L, 1);
   lua_settop(L, 2);
   W->data = 2;
@@ -533,11 +533,11 @@ static void release(Writer *W) {
   free(W->metakeys);
 }
 
-/* Runs write_body protected; on failure cleans up and leaves the message on the stack. */
+/* Runs dump_write_body protected; on failure cleans up and leaves the message on the stack. */
 static int run(lua_State *L, Writer *W, int data) {
   data = lua_absindex(L, data);
   int top = lua_gettop(L);
-  lua_pushcfunction(L, write_body);
+  lua_pushcfunction(L, dump_write_body);
   lua_pushlightuserdata(L, W);
   lua_pushvalue(L, data);
   int status = lua_pcall(L, 2, 0, 0);

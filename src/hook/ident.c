@@ -181,24 +181,38 @@ static const char *file_of(const lua_Debug *ar) {
   return ar->source[0] == '@' || ar->source[0] == '=' ? ar->source + 1 : ar->short_src;
 }
 
-static int is_internal(lua_State *L) {
+/* The key of function `idx` in the registry's table of the profiler's own functions
+   (INTERNAL_KEY): a C function by its address, since LuaJIT makes a new object each time one
+   is pushed. */
+static void push_internal_key(lua_State *L, int idx) {
+  lua_CFunction cf = lua_tocfunction(L, idx);
+  if (cf) lua_pushlightuserdata(L, (void *)(uintptr_t)cf);
+  else lua_pushvalue(L, idx);
+}
+
+/* Whether the function on top of L is the profiler's; its name, if it was given one, in
+   *name (the name is in the registry's table, alive while the function is). */
+static int is_internal(lua_State *L, const char **name) {
   lua_rawgetp(L, LUA_REGISTRYINDEX, &INTERNAL_KEY);
   int yes = 0;
+  *name = NULL;
   if (lua_istable(L, -1)) {
-    lua_pushvalue(L, -2);
+    push_internal_key(L, -2);
     lua_rawget(L, -2);
     yes = lua_toboolean(L, -1);
+    if (lua_type(L, -1) == LUA_TSTRING) *name = lua_tostring(L, -1);
     lua_pop(L, 1);
   }
   lua_pop(L, 1);
   return yes;
 }
 
-void ident_mark_internal(lua_State *L, int idx) {
+void ident_mark_internal(lua_State *L, int idx, const char *name) {
   idx = lua_absindex(L, idx);
   weak_table(L, &INTERNAL_KEY);
-  lua_pushvalue(L, idx);
-  lua_pushboolean(L, 1);
+  push_internal_key(L, idx);
+  if (name) lua_pushstring(L, name);
+  else lua_pushboolean(L, 1);
   lua_rawset(L, -3);
   lua_pop(L, 1);
 }
@@ -232,7 +246,10 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   Entry *en = &F->entries[e];
   en->lastline = cfunc ? -1 : ar->lastlinedefined;
   lua_getinfo(L, "f", ar);
-  en->internal = (uint8_t)is_internal(L);
+  const char *own;
+  en->internal = (uint8_t)is_internal(L, &own);
+  /* cprof's C methods that its Lua wrappers replaced: only an upvalue holds them. */
+  if (own) fn_set_name(F, e, own, NAME_GLOBAL);
   lua_pop(L, 1);
   for (int i = 0; cfunc && i < NLIB; i++)
     if (lib_fns[i].f == cfunc) fn_set_name(F, e, lib_fns[i].name, NAME_GLOBAL);

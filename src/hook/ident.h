@@ -53,7 +53,7 @@ void ident_release(Profiler *P, lua_State *L);
 
 
 /* Marks the function at `idx` as part of the profiler: an internal frame still open at
-   disable() is left out of the numbers. */
-void ident_mark_internal(lua_State *L, int idx);
+   disable() is left out of the numbers. `name` (or NULL) is what reports call it. */
+void ident_mark_internal(lua_State *L, int idx, const char *name);
 
 #endif
