@@ -209,12 +209,18 @@ static int is_internal(lua_State *L, const char **name) {
 
 void ident_mark_internal(lua_State *L, int idx, const char *name) {
   idx = lua_absindex(L, idx);
+  int top = lua_gettop(L);
   weak_table(L, &INTERNAL_KEY);
   push_internal_key(L, idx);
+  lua_pushvalue(L, -1);
+  lua_rawget(L, -3);
+  /* Marked again without a name (cprof's Lua side marks every method): the name stays. */
   if (name) lua_pushstring(L, name);
+  else if (lua_type(L, -1) == LUA_TSTRING) lua_pushvalue(L, -1);
   else lua_pushboolean(L, 1);
+  lua_remove(L, -2);
   lua_rawset(L, -3);
-  lua_pop(L, 1);
+  lua_settop(L, top);
 }
 
 /* Names a call site can give (lua_getinfo 'n') are missing for functions called from C, such
