@@ -288,6 +288,18 @@ describe("names of the standard library's unnamed C functions", function()
 end)
 
 describe("names of cprof's own C methods", function()
+  -- name -> ncalls of the C functions p counted, none of them left unnamed.
+  local function c_calls(p)
+    local calls = {}
+    for _, e in ipairs(p:getstats().entries) do
+      if e.what == "C" then
+        calls[e.name] = e.ncalls
+        assert.is_nil(e.name:match("^C function"), e.name)
+      end
+    end
+    return calls
+  end
+
   it("names the C methods behind cprof's Lua wrappers, which no module holds", function()
     -- A program that takes a snapshot while profiling calls methods:snapshot (Lua), which calls
     -- the C snapshot its wrapper replaced in the methods table.
@@ -296,13 +308,7 @@ describe("names of cprof's own C methods", function()
     p:snapshot()
     p:snapshot()
     p:disable()
-    local calls = {}
-    for _, e in ipairs(p:getstats().entries) do
-      if e.what == "C" then
-        calls[e.name] = e.ncalls
-        assert.is_nil(e.name:match("^C function"), e.name)
-      end
-    end
+    local calls = c_calls(p)
     assert.are.equal(2, calls["cprof.Profile:snapshot"])
     -- disable(), open when the profile stopped, is in the function table though not counted;
     -- cprof's Lua side marks it internal again, which must not lose its name.
@@ -319,13 +325,7 @@ describe("names of cprof's own C methods", function()
     require("cprof.stats").new(path)
     p:disable()
     os.remove(path)
-    local calls = {}
-    for _, e in ipairs(p:getstats().entries) do
-      if e.what == "C" then
-        calls[e.name] = e.ncalls
-        assert.is_nil(e.name:match("^C function"), e.name)
-      end
-    end
+    local calls = c_calls(p)
     assert.are.equal(1, calls["cprof.core.write_dump (body)"])
     assert.are.equal(1, calls["cprof.core.read_dump (body)"])
   end)
