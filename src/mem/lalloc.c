@@ -71,7 +71,7 @@ static void update_gates(lalloc *h) {
   h->watched = h->attr != NULL || traced;
   /* Attribution alone leaves allocations on the fast path, which tells it after the pop. */
   h->gate = (traced || h->want_final) ? 0 : h->limit;
-  h->slowfree = h->foreign || h->watched;
+  h->slowfree = h->foreign || traced ? FREE_CHECKED : h->attr ? FREE_NOTED : 0;
 }
 
 lalloc *lalloc_new(lua_Alloc prev, void *prevud, long fail_after) {
@@ -351,8 +351,10 @@ SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
 ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, uint32_t w) {
   if (UNLIKELY(h->tr.on) && s && s->cache->traced) note_trace(h, ev, p, n);
   if (!h->attr) return;
-  if (ev == LALLOC_EV_FREE) memattr_note_free(h->attr, p, n, (int)slot, s, w);
-  else memattr_note_alloc(h->attr, ev == LALLOC_EV_MOVE, p, n, (int)slot, s, w);
+  if (ev == LALLOC_EV_FREE) {
+    SlabAttr *empty = memattr_note_free(h->attr, p, n, (int)slot, s, w);
+    if (empty) memattr_drop_table(h->attr, empty);
+  } else memattr_note_alloc(h->attr, ev == LALLOC_EV_MOVE, p, n, (int)slot, s, w);
 }
 
 /* The slab of a block in chunk ch whose page has map word w (not MAP_LARGE). */
@@ -374,9 +376,16 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
   note_at(h, ev, p, n, ch, ch->map[chunk_page(p)]);
 }
 
-/* An allocation of the fast path, under attribution without a trace. */
-NOTED static void *alloc_noted(lalloc *h, void *p, size_t n) {
-  if (p) note_block(h, LALLOC_EV_ALLOC, p, n);
+/* An allocation of the fast path, under attribution: never with a trace (the gate is 0 then).
+   The type slot comes from the map word again: kept from lalloc_f, it would cost cprof's own
+   path a register. */
+NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) {
+  if (LIKELY(p != NULL)) {
+    chunk *ch = chunk_of(p);
+    uint32_t w = ch->map[chunk_page(p)];
+    if (UNLIKELY(w & MAP_LARGE)) memattr_note_alloc(m, 0, p, n, (int)MAP_LARGE_TYPE(w), NULL, w);
+    else memattr_note_alloc(m, 0, p, n, (int)(MAP_SLAB_ID(w) / LA_NCLASS), slab_at(ch, w), w);
+  }
   return p;
 }
 
@@ -421,6 +430,27 @@ NOTED static void free_checked(lalloc *h, void *p, size_t osize) {
   free_at(h, ch, w, p, osize);
 }
 
+/* A free under attribution alone (no trace, no blocks of `prev`): attribution's side and then
+   the fast path's push, without the checked path's tests. Large blocks take the checked path. */
+NOTED static void free_noted(lalloc *h, void *p, size_t osize) {
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  if (UNLIKELY(w & MAP_LARGE)) {
+    free_checked(h, p, osize);
+    return;
+  }
+  cache *c = h->caches[MAP_SLAB_ID(w)];
+  if (UNLIKELY(c->nmag == c->max_mag)) {  /* the magazine drains: a call, off this path */
+    free_checked(h, p, osize);
+    return;
+  }
+  SlabAttr *empty = memattr_note_free(h->attr, p, osize, c->type, slab_at(ch, w), w);
+  h->live -= osize;
+  c->req -= osize;
+  c->mag[c->nmag++] = p;
+  if (UNLIKELY(empty != NULL)) memattr_drop_table(h->attr, empty);  /* its slab stays */
+}
+
 SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize) {
   if (over_limit(h, osize, nsize)) return NULL;
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
@@ -456,15 +486,16 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
   lalloc *h = ud;
   if (nsize == 0) {
     if (ptr) {
-      if (UNLIKELY(h->slowfree)) free_checked(h, ptr, osize);
-      else free_ours(h, ptr, osize);
+      if (LIKELY(!h->slowfree)) free_ours(h, ptr, osize);
+      else if (h->slowfree == FREE_NOTED) free_noted(h, ptr, osize);
+      else free_checked(h, ptr, osize);
     }
     return NULL;
   }
   if (ptr == NULL) {
     if (UNLIKELY(h->live + nsize > h->gate)) return alloc_checked(h, osize, nsize);
     void *p = alloc_slot(h, slot_of(osize), nsize);
-    if (UNLIKELY(h->attr != NULL)) return alloc_noted(h, p, nsize);
+    if (UNLIKELY(h->attr != NULL)) return alloc_noted(h->attr, p, nsize);
     return p;
   }
   if (UNLIKELY(h->slowfree || (nsize > osize && h->live - osize + nsize > h->gate)))

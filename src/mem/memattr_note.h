@@ -100,21 +100,24 @@ MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int moved, void *block, size_
   memattr_count_alloc(&m->stats[node], size, slot, at);
 }
 
-/* Block `block` is about to be freed: credited to its node if it was attributed. */
-MEMATTR_INLINE void memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
-                                     const slab *sl, uint32_t w) {
+/* Block `block` is about to be freed: credited to its node if it was attributed. Returns the
+   side table that lost its last attributed object, for the caller to drop with
+   memattr_drop_table (while the slab is still there), or NULL: a call left to the caller's end
+   keeps the registers of its hot path free. */
+MEMATTR_INLINE SlabAttr *memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
+                                          const slab *sl, uint32_t w) {
   if (__builtin_expect(!sl, 0)) {
     memattr_free_large(m, block, size, slot);
-    return;
+    return NULL;
   }
   SlabAttr *t = memattr_table(m, sl, w);
   ObjAttr *o = t ? &t->obj[memattr_index(t, block)] : NULL;
   uint32_t node = o ? o->node : 0;
   m->freed_known = node != 0;
-  if (node == 0) return;
+  if (node == 0) return NULL;
   o->node = 0;
   memattr_count_free(&m->stats[node - 1], size, slot, (cprof_ticks)o->birth, *m->now - m->t0);
-  if (__builtin_expect(--t->live == 0, 0)) memattr_drop_table(m, t);
+  return __builtin_expect(--t->live == 0, 0) ? t : NULL;
 }
 
 #endif
