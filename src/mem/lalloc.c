@@ -350,11 +350,16 @@ SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
    hear of it. */
 ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, uint32_t w) {
   if (UNLIKELY(h->tr.on) && s && s->cache->traced) note_trace(h, ev, p, n);
-  if (!h->attr) return;
+  MemAttr *m = h->attr;
+  if (!m) return;
   if (ev == LALLOC_EV_FREE) {
-    SlabAttr *empty = memattr_note_free(h->attr, p, n, (int)slot, s, w);
-    if (empty) memattr_drop_table(h->attr, empty);
-  } else memattr_note_alloc(h->attr, ev == LALLOC_EV_MOVE, p, n, (int)slot, s, w);
+    SlabAttr *empty;
+    m->freed_known = memattr_note_free(m, p, n, (int)slot, s, w, &empty);
+    if (empty) memattr_drop_table(m, empty);
+  } else {
+    uint32_t node = memattr_node_now(m, ev == LALLOC_EV_MOVE);
+    if (node != IDX_NONE) memattr_note_alloc(m, node, p, n, (int)slot, s, w);
+  }
 }
 
 /* The slab of a block in chunk ch whose page has map word w (not MAP_LARGE). */
@@ -380,12 +385,12 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
    The type slot comes from the map word again: kept from lalloc_f, it would cost cprof's own
    path a register. */
 NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) {
-  if (LIKELY(p != NULL)) {
-    chunk *ch = chunk_of(p);
-    uint32_t w = ch->map[chunk_page(p)];
-    if (UNLIKELY(w & MAP_LARGE)) memattr_note_alloc(m, 0, p, n, (int)MAP_LARGE_TYPE(w), NULL, w);
-    else memattr_note_alloc(m, 0, p, n, (int)(MAP_SLAB_ID(w) / LA_NCLASS), slab_at(ch, w), w);
-  }
+  uint32_t node;
+  if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  if (UNLIKELY(w & MAP_LARGE)) memattr_note_alloc(m, node, p, n, (int)MAP_LARGE_TYPE(w), NULL, w);
+  else memattr_note_alloc(m, node, p, n, (int)(MAP_SLAB_ID(w) / LA_NCLASS), slab_at(ch, w), w);
   return p;
 }
 
@@ -444,7 +449,8 @@ NOTED static void free_noted(lalloc *h, void *p, size_t osize) {
     free_checked(h, p, osize);
     return;
   }
-  SlabAttr *empty = memattr_note_free(h->attr, p, osize, c->type, slab_at(ch, w), w);
+  SlabAttr *empty;
+  memattr_note_free(h->attr, p, osize, c->type, slab_at(ch, w), w, &empty);
   h->live -= osize;
   c->req -= osize;
   c->mag[c->nmag++] = p;
