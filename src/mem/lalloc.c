@@ -216,10 +216,8 @@ static inline void free_ours(lalloc *h, void *p, size_t osize) {
 
 /* ---- reallocation ---------------------------------------------------------------------- */
 
-/* The type slot and usable size of a block of ours. */
-static unsigned block_info(const lalloc *h, void *p, size_t *held) {
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
+/* The type slot and usable size of a block of ours, w the map word of its page in chunk ch. */
+ALWAYS unsigned block_info(const lalloc *h, const chunk *ch, uint32_t w, size_t *held) {
   if (w & MAP_LARGE) {
     size_t pages = MAP_LARGE_PAGES(w);
     *held = pages ? pages << PAGE_SHIFT : ch->huge_size;
@@ -230,10 +228,8 @@ static unsigned block_info(const lalloc *h, void *p, size_t *held) {
   return c->type;
 }
 
-/* Lua's count for a block that stays where it is changes from osize to nsize. */
-static void resize_in_place(lalloc *h, void *p, size_t osize, size_t nsize) {
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
+/* Lua's count for a block that stays where it is (map word w) changes from osize to nsize. */
+ALWAYS void resize_in_place(lalloc *h, uint32_t w, size_t osize, size_t nsize) {
   if (w & MAP_LARGE) {
     large_stats *ls = &h->large[MAP_LARGE_TYPE(w)];
     ls->req = ls->req - osize + nsize;
@@ -252,25 +248,31 @@ static int fits_in_place(size_t held, int large, size_t nsize) {
   return nsize > held / 2;
 }
 
-static __attribute__((noinline)) void *realloc_ours(lalloc *h, void *p, size_t osize, size_t nsize) {
+/* A realloc of block p of ours, w the map word of its page in chunk ch (only its cache and
+   large-block bits are used). */
+ALWAYS void *realloc_at(lalloc *h, chunk *ch, uint32_t w, void *p, size_t osize, size_t nsize) {
   size_t held;
-  unsigned slot = block_info(h, p, &held);
-  int large = (chunk_of(p)->map[chunk_page(p)] & MAP_LARGE) != 0;
-  if (fits_in_place(held, large, nsize)) {
-    resize_in_place(h, p, osize, nsize);
+  unsigned slot = block_info(h, ch, w, &held);
+  if (fits_in_place(held, (w & MAP_LARGE) != 0, nsize)) {
+    resize_in_place(h, w, osize, nsize);
     return p;
   }
   void *q = alloc_slot(h, slot, nsize);
   if (!q) {
     if (nsize <= osize) {  /* a shrink never fails: keep the block */
-      resize_in_place(h, p, osize, nsize);
+      resize_in_place(h, w, osize, nsize);
       return p;
     }
     return NULL;
   }
   memcpy(q, p, osize < nsize ? osize : nsize);
-  free_ours(h, p, osize);
+  free_at(h, ch, w, p, osize);
   return q;
+}
+
+static __attribute__((noinline)) void *realloc_ours(lalloc *h, void *p, size_t osize, size_t nsize) {
+  chunk *ch = chunk_of(p);
+  return realloc_at(h, ch, ch->map[chunk_page(p)], p, osize, nsize);
 }
 
 /* ---- which cache is traced (the records: lalloc_trace.c) ------------------------------- */
@@ -457,6 +459,18 @@ NOTED static void free_noted(lalloc *h, void *p, size_t osize) {
   if (UNLIKELY(empty != NULL)) memattr_drop_table(h->attr, empty);  /* its slab stays */
 }
 
+/* A realloc of a block of ours that attribution or a trace watches: a free, then the move
+   that continues it. The free's note may clear the side table's number in the map word (its
+   last attributed object gone); realloc_at uses only the word's other bits. */
+ALWAYS void *realloc_watched(lalloc *h, void *p, size_t osize, size_t nsize) {
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  note_at(h, LALLOC_EV_FREE, p, osize, ch, w);
+  void *q = realloc_at(h, ch, w, p, osize, nsize);
+  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
+  return q;
+}
+
 SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize) {
   if (over_limit(h, osize, nsize)) return NULL;
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
@@ -480,10 +494,14 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
     return q;
   }
   if (!h->watched) return realloc_ours(h, p, osize, nsize);
-  note_block(h, LALLOC_EV_FREE, p, osize);
-  void *q = realloc_ours(h, p, osize, nsize);
-  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
-  return q;
+  return realloc_watched(h, p, osize, nsize);
+}
+
+/* A realloc under attribution alone (no trace, no blocks of `prev`): realloc_checked's
+   watched path, compiled for speed. */
+NOTED static void *realloc_noted(lalloc *h, void *p, size_t osize, size_t nsize) {
+  if (over_limit(h, osize, nsize)) return NULL;
+  return realloc_watched(h, p, osize, nsize);
 }
 
 /* ---- the lua_Alloc --------------------------------------------------------------------- */
@@ -504,8 +522,10 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
     if (UNLIKELY(h->attr != NULL)) return alloc_noted(h->attr, p, nsize);
     return p;
   }
-  if (UNLIKELY(h->slowfree || (nsize > osize && h->live - osize + nsize > h->gate)))
+  if (UNLIKELY(h->slowfree || (nsize > osize && h->live - osize + nsize > h->gate))) {
+    if (h->slowfree == FREE_NOTED) return realloc_noted(h, ptr, osize, nsize);
     return realloc_checked(h, ptr, osize, nsize);
+  }
   return realloc_ours(h, ptr, osize, nsize);
 }
 
