@@ -3,8 +3,10 @@
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
    the checked paths, taken only when a limit, memory attribution, a trace or a replaced
-   allocator asks for it; memory attribution's work is inline there and, for allocations, after
-   the fast path's pop (mem/memattr_note.h). See lalloc.h and docs/MEMORY.md. */
+   allocator asks for it. Memory attribution's work (mem/memattr_note.h) is inline after the
+   fast path's pop for allocations and, under attribution alone, in paths of its own compiled
+   for speed for frees and reallocs (free_noted, realloc_noted); in the checked paths
+   otherwise. See lalloc.h and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +73,7 @@ static void update_gates(lalloc *h) {
   h->watched = h->attr != NULL || traced;
   /* Attribution alone leaves allocations on the fast path, which tells it after the pop. */
   h->gate = (traced || h->want_final) ? 0 : h->limit;
-  h->slowfree = h->foreign || traced ? FREE_CHECKED : h->attr ? FREE_NOTED : 0;
+  h->slowfree = (h->foreign || traced) ? FREE_CHECKED : h->attr ? FREE_NOTED : 0;
 }
 
 lalloc *lalloc_new(lua_Alloc prev, void *prevud, long fail_after) {

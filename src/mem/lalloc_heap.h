@@ -45,7 +45,7 @@ struct lalloc {
   size_t live;             /* bytes Lua holds: its own count, blocks of `prev` included */
   size_t gate;             /* an allocation taking `live` past this takes the checked path */
   int slowfree;            /* frees and reallocs leave the fast path: FREE_CHECKED, or
-                              FREE_NOTED (frees tell attribution alone, free_noted) */
+                              FREE_NOTED (attribution alone: free_noted, realloc_noted) */
   struct MemAttr *attr;    /* memory attribution told of every event, NULL: none; it hears of
                               the fast path's allocations too (lalloc_f) */
 
