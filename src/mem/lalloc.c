@@ -469,7 +469,8 @@ ALWAYS void *realloc_watched(lalloc *h, void *p, size_t osize, size_t nsize) {
   uint32_t w = ch->map[chunk_page(p)];
   note_at(h, LALLOC_EV_FREE, p, osize, ch, w);
   void *q = realloc_at(h, ch, w, p, osize, nsize);
-  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
+  /* unchanged on failure: still there */
+  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);
   return q;
 }
 

@@ -3,8 +3,9 @@
  * inline in the allocator (mem/lalloc.c) after the fast path's pop, in the free's and
  * realloc's paths of attribution and in the checked paths, which have the block's page-map
  * word, hence its slab, type slot and side table's number, at hand: the common case (a slab
- * object, a node with a record, a slab with a side table) makes no call but where(). The rest is in memattr.c. Apart from memattr.h, since it needs the
- * allocator's internals (mem/slab.h), which the profiler's other files need not see.
+ * object, a node with a record, a slab with a side table) makes no call but where(). The rest
+ * is in memattr.c. Apart from memattr.h, since it needs the allocator's internals (mem/slab.h),
+ * which the profiler's other files need not see.
  */
 #ifndef CPROF_MEMATTR_NOTE_H
 #define CPROF_MEMATTR_NOTE_H
