@@ -4,7 +4,7 @@
  * node, slab objects (side tables) and large blocks (the map) alike; blocks born before it
  * started left out when Lua moves them; side tables of an earlier attribution not trusted,
  * dropped tables' numbers reused; more side tables than a page's map word has room to number;
- * and every allocation of its own made to fail in turn,
+ * a limit's failures under attribution; and every allocation of its own made to fail in turn,
  * each failure counted in `lost` and nothing else changed.
  */
 #include <stdlib.h>
@@ -186,6 +186,46 @@ static void test_far_numbers(void) {
   lua_close(L);
 }
 
+/* A limit under attribution alone (whose reallocs have a path of their own): a realloc past
+   it fails, leaving the block and every count as they were; one within it moves the block, a
+   free and an allocation of the same node. Through the heap's lua_Alloc, as Lua calls it. */
+static void test_limit(void) {
+  lua_State *L = cprof_newstate();
+  luaL_openlibs(L);
+  lalloc *h = lalloc_of(L);
+  void *ud;
+  lua_Alloc f = lua_getallocf(L, &ud);
+  MemAttr m = {0};
+  cur_node = 2;
+  clock_now = 0;
+  lalloc_attr_start(&m, L, where, NULL, &clock_now);
+  char *p = f(ud, NULL, LUA_TTABLE, 40);
+  CHECK(p != NULL, "a block");
+  memset(p, 7, 40);
+  cprof_mem_totals t;
+  CHECK(cprof_mem_totals_of(L, &t) == 0, "totals");
+  lalloc_set_limit(h, t.lua_bytes + 100);
+  clock_now = 5;
+  CHECK(f(ud, p, 40, 4000) == NULL, "a growth past the limit fails");
+  const MemStat *s = memattr_of(&m, 2);
+  CHECK(s && s->allocs == 1 && s->frees == 0 && s->bytes == 40, "counts unchanged: %llu, %llu",
+        s ? (unsigned long long)s->allocs : 0ull, s ? (unsigned long long)s->frees : 0ull);
+  char *q = f(ud, p, 40, 90);
+  CHECK(q != NULL && q != p && q[39] == 7, "a growth within it moves the block");
+  s = memattr_of(&m, 2);
+  CHECK(s->allocs == 2 && s->frees == 1 && s->bytes == 130 && s->freed == 40 &&
+            s->type_allocs[LA_TABLE] == 2 && s->life_max == 5,
+        "a free and an allocation: %llu, %llu", (unsigned long long)s->allocs,
+        (unsigned long long)s->frees);
+  f(ud, q, 90, 0);
+  CHECK(s->frees == 2 && s->freed == 130, "freed");
+  lalloc_set_limit(h, 0);
+  lalloc_attr_stop(&m);
+  CHECK(lalloc_check(h) == NULL, "the heap's invariants");
+  memattr_free(&m);
+  lua_close(L);
+}
+
 /* Every allocation attribution makes fails in turn: the program's result is the same, the
    failure is counted, and (under ASan) nothing leaks. */
 static void test_out_of_memory(void) {
@@ -220,6 +260,7 @@ int main(int argc, char **argv) {
   test_moves();
   test_stale_tables();
   test_far_numbers();
+  test_limit();
   test_out_of_memory();
   return ctest_done("test_memattr");
 }

@@ -3,8 +3,10 @@
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
    the checked paths, taken only when a limit, memory attribution, a trace or a replaced
-   allocator asks for it; memory attribution's work is inline there and, for allocations, after
-   the fast path's pop (mem/memattr_note.h). See lalloc.h and docs/MEMORY.md. */
+   allocator asks for it. Memory attribution's work (mem/memattr_note.h) is inline after the
+   fast path's pop for allocations and, under attribution alone, in paths of its own compiled
+   for speed for frees and reallocs (free_noted, realloc_noted); in the checked paths
+   otherwise. See lalloc.h and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,7 +73,7 @@ static void update_gates(lalloc *h) {
   h->watched = h->attr != NULL || traced;
   /* Attribution alone leaves allocations on the fast path, which tells it after the pop. */
   h->gate = (traced || h->want_final) ? 0 : h->limit;
-  h->slowfree = h->foreign || h->watched;
+  h->slowfree = (h->foreign || traced) ? FREE_CHECKED : h->attr ? FREE_NOTED : 0;
 }
 
 lalloc *lalloc_new(lua_Alloc prev, void *prevud, long fail_after) {
@@ -216,10 +218,8 @@ static inline void free_ours(lalloc *h, void *p, size_t osize) {
 
 /* ---- reallocation ---------------------------------------------------------------------- */
 
-/* The type slot and usable size of a block of ours. */
-static unsigned block_info(const lalloc *h, void *p, size_t *held) {
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
+/* The type slot and usable size of a block of ours, w the map word of its page in chunk ch. */
+ALWAYS unsigned block_info(const lalloc *h, const chunk *ch, uint32_t w, size_t *held) {
   if (w & MAP_LARGE) {
     size_t pages = MAP_LARGE_PAGES(w);
     *held = pages ? pages << PAGE_SHIFT : ch->huge_size;
@@ -230,10 +230,8 @@ static unsigned block_info(const lalloc *h, void *p, size_t *held) {
   return c->type;
 }
 
-/* Lua's count for a block that stays where it is changes from osize to nsize. */
-static void resize_in_place(lalloc *h, void *p, size_t osize, size_t nsize) {
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
+/* Lua's count for a block that stays where it is (map word w) changes from osize to nsize. */
+ALWAYS void resize_in_place(lalloc *h, uint32_t w, size_t osize, size_t nsize) {
   if (w & MAP_LARGE) {
     large_stats *ls = &h->large[MAP_LARGE_TYPE(w)];
     ls->req = ls->req - osize + nsize;
@@ -252,25 +250,31 @@ static int fits_in_place(size_t held, int large, size_t nsize) {
   return nsize > held / 2;
 }
 
-static __attribute__((noinline)) void *realloc_ours(lalloc *h, void *p, size_t osize, size_t nsize) {
+/* A realloc of block p of ours, w the map word of its page in chunk ch (only its cache and
+   large-block bits are used). */
+ALWAYS void *realloc_at(lalloc *h, chunk *ch, uint32_t w, void *p, size_t osize, size_t nsize) {
   size_t held;
-  unsigned slot = block_info(h, p, &held);
-  int large = (chunk_of(p)->map[chunk_page(p)] & MAP_LARGE) != 0;
-  if (fits_in_place(held, large, nsize)) {
-    resize_in_place(h, p, osize, nsize);
+  unsigned slot = block_info(h, ch, w, &held);
+  if (fits_in_place(held, (w & MAP_LARGE) != 0, nsize)) {
+    resize_in_place(h, w, osize, nsize);
     return p;
   }
   void *q = alloc_slot(h, slot, nsize);
   if (!q) {
     if (nsize <= osize) {  /* a shrink never fails: keep the block */
-      resize_in_place(h, p, osize, nsize);
+      resize_in_place(h, w, osize, nsize);
       return p;
     }
     return NULL;
   }
   memcpy(q, p, osize < nsize ? osize : nsize);
-  free_ours(h, p, osize);
+  free_at(h, ch, w, p, osize);
   return q;
+}
+
+static __attribute__((noinline)) void *realloc_ours(lalloc *h, void *p, size_t osize, size_t nsize) {
+  chunk *ch = chunk_of(p);
+  return realloc_at(h, ch, ch->map[chunk_page(p)], p, osize, nsize);
 }
 
 /* ---- which cache is traced (the records: lalloc_trace.c) ------------------------------- */
@@ -350,9 +354,16 @@ SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
    hear of it. */
 ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, uint32_t w) {
   if (UNLIKELY(h->tr.on) && s && s->cache->traced) note_trace(h, ev, p, n);
-  if (!h->attr) return;
-  if (ev == LALLOC_EV_FREE) memattr_note_free(h->attr, p, n, (int)slot, s, w);
-  else memattr_note_alloc(h->attr, ev == LALLOC_EV_MOVE, p, n, (int)slot, s, w);
+  MemAttr *m = h->attr;
+  if (!m) return;
+  if (ev == LALLOC_EV_FREE) {
+    SlabAttr *empty;
+    m->freed_known = memattr_note_free(m, p, n, (int)slot, s, w, &empty);
+    if (empty) memattr_drop_table(m, empty);
+  } else {
+    uint32_t node = memattr_node_now(m, ev == LALLOC_EV_MOVE);
+    if (node != IDX_NONE) memattr_note_alloc(m, node, p, n, (int)slot, s, w);
+  }
 }
 
 /* The slab of a block in chunk ch whose page has map word w (not MAP_LARGE). */
@@ -374,9 +385,16 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
   note_at(h, ev, p, n, ch, ch->map[chunk_page(p)]);
 }
 
-/* An allocation of the fast path, under attribution without a trace. */
-NOTED static void *alloc_noted(lalloc *h, void *p, size_t n) {
-  if (p) note_block(h, LALLOC_EV_ALLOC, p, n);
+/* An allocation of the fast path, under attribution: never with a trace (the gate is 0 then).
+   The type slot comes from the map word again: kept from lalloc_f, it would cost cprof's own
+   path a register. */
+NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) {
+  uint32_t node;
+  if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  if (UNLIKELY(w & MAP_LARGE)) memattr_note_alloc(m, node, p, n, (int)MAP_LARGE_TYPE(w), NULL, w);
+  else memattr_note_alloc(m, node, p, n, (int)(MAP_SLAB_ID(w) / LA_NCLASS), slab_at(ch, w), w);
   return p;
 }
 
@@ -421,6 +439,41 @@ NOTED static void free_checked(lalloc *h, void *p, size_t osize) {
   free_at(h, ch, w, p, osize);
 }
 
+/* A free under attribution alone (no trace, no blocks of `prev`): attribution's side and then
+   the fast path's push, without the checked path's tests. Large blocks take the checked path. */
+NOTED static void free_noted(lalloc *h, void *p, size_t osize) {
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  if (UNLIKELY(w & MAP_LARGE)) {
+    free_checked(h, p, osize);
+    return;
+  }
+  cache *c = h->caches[MAP_SLAB_ID(w)];
+  if (UNLIKELY(c->nmag == c->max_mag)) {  /* the magazine drains: a call, off this path */
+    free_checked(h, p, osize);
+    return;
+  }
+  SlabAttr *empty;
+  memattr_note_free(h->attr, p, osize, c->type, slab_at(ch, w), w, &empty);
+  h->live -= osize;
+  c->req -= osize;
+  c->mag[c->nmag++] = p;
+  if (UNLIKELY(empty != NULL)) memattr_drop_table(h->attr, empty);  /* its slab stays */
+}
+
+/* A realloc of a block of ours that attribution or a trace watches: a free, then the move
+   that continues it. The free's note may clear the side table's number in the map word (its
+   last attributed object gone); realloc_at uses only the word's other bits. */
+ALWAYS void *realloc_watched(lalloc *h, void *p, size_t osize, size_t nsize) {
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  note_at(h, LALLOC_EV_FREE, p, osize, ch, w);
+  void *q = realloc_at(h, ch, w, p, osize, nsize);
+  /* unchanged on failure: still there */
+  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);
+  return q;
+}
+
 SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize) {
   if (over_limit(h, osize, nsize)) return NULL;
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
@@ -444,10 +497,14 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
     return q;
   }
   if (!h->watched) return realloc_ours(h, p, osize, nsize);
-  note_block(h, LALLOC_EV_FREE, p, osize);
-  void *q = realloc_ours(h, p, osize, nsize);
-  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);  /* unchanged on failure: still there */
-  return q;
+  return realloc_watched(h, p, osize, nsize);
+}
+
+/* A realloc under attribution alone (no trace, no blocks of `prev`): realloc_checked's
+   watched path, compiled for speed. */
+NOTED static void *realloc_noted(lalloc *h, void *p, size_t osize, size_t nsize) {
+  if (over_limit(h, osize, nsize)) return NULL;
+  return realloc_watched(h, p, osize, nsize);
 }
 
 /* ---- the lua_Alloc --------------------------------------------------------------------- */
@@ -456,19 +513,22 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
   lalloc *h = ud;
   if (nsize == 0) {
     if (ptr) {
-      if (UNLIKELY(h->slowfree)) free_checked(h, ptr, osize);
-      else free_ours(h, ptr, osize);
+      if (LIKELY(!h->slowfree)) free_ours(h, ptr, osize);
+      else if (h->slowfree == FREE_NOTED) free_noted(h, ptr, osize);
+      else free_checked(h, ptr, osize);
     }
     return NULL;
   }
   if (ptr == NULL) {
     if (UNLIKELY(h->live + nsize > h->gate)) return alloc_checked(h, osize, nsize);
     void *p = alloc_slot(h, slot_of(osize), nsize);
-    if (UNLIKELY(h->attr != NULL)) return alloc_noted(h, p, nsize);
+    if (UNLIKELY(h->attr != NULL)) return alloc_noted(h->attr, p, nsize);
     return p;
   }
-  if (UNLIKELY(h->slowfree || (nsize > osize && h->live - osize + nsize > h->gate)))
+  if (UNLIKELY(h->slowfree || (nsize > osize && h->live - osize + nsize > h->gate))) {
+    if (h->slowfree == FREE_NOTED) return realloc_noted(h, ptr, osize, nsize);
     return realloc_checked(h, ptr, osize, nsize);
+  }
   return realloc_ours(h, ptr, osize, nsize);
 }
 

@@ -37,12 +37,15 @@ typedef struct large_stats {
   size_t req, held;
 } large_stats;
 
+enum { FREE_CHECKED = 1, FREE_NOTED = 2 };
+
 struct lalloc {
   /* hot: the fast paths read these */
   cache *caches[LA_NSLOT * LA_NCLASS];
   size_t live;             /* bytes Lua holds: its own count, blocks of `prev` included */
   size_t gate;             /* an allocation taking `live` past this takes the checked path */
-  int slowfree;            /* frees and reallocs take the checked path */
+  int slowfree;            /* frees and reallocs leave the fast path: FREE_CHECKED, or
+                              FREE_NOTED (attribution alone: free_noted, realloc_noted) */
   struct MemAttr *attr;    /* memory attribution told of every event, NULL: none; it hears of
                               the fast path's allocations too (lalloc_f) */
 

@@ -105,19 +105,18 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl
   memattr_count_alloc(&m->stats[node], size, slot, at);
 }
 
-void memattr_free_large(MemAttr *m, void *block, size_t size, int slot) {
-  m->freed_known = 0;
-  if (!m->by_block.slots) return;
+int memattr_free_large(MemAttr *m, void *block, size_t size, int slot) {
+  if (!m->by_block.slots) return 0;
   BlockProbe q = {m, block};
   uint32_t h = block_hash(block), i;
   IDXMAP_FIND(&m->by_block, h, block_matches, &q, i);
-  if (i == IDX_NONE) return;
-  m->freed_known = 1;
+  if (i == IDX_NONE) return 0;
   uint32_t node = m->blocks[i].node;
   cprof_ticks birth = m->blocks[i].birth;
   idxmap_remove_record(&m->by_block, m->blocks, sizeof *m->blocks, &m->nblocks, i, h,
                        block_hash(m->blocks[m->nblocks - 1].ptr));
   memattr_count_free(&m->stats[node], size, slot, birth, *m->now - m->t0);
+  return 1;
 }
 
 void memattr_free(MemAttr *m) {

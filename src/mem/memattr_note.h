@@ -1,10 +1,11 @@
 /*
  * mem/memattr_note.h — memory attribution's side of each allocation and free (mem/memattr.h),
- * inline in the allocator (mem/lalloc.c) after the fast path's pop and in the checked paths,
- * which have the block's page-map word, hence its slab, type slot and side table's number, at
- * hand: the common case (a slab object, a node with a record, a slab with a side table)
- * makes no call but where(). The rest is in memattr.c. Apart from memattr.h, since it needs the
- * allocator's internals (mem/slab.h), which the profiler's other files need not see.
+ * inline in the allocator (mem/lalloc.c) after the fast path's pop, in the free's and
+ * realloc's paths of attribution and in the checked paths, which have the block's page-map
+ * word, hence its slab, type slot and side table's number, at hand: the common case (a slab
+ * object, a node with a record, a slab with a side table) makes no call but where(). The rest
+ * is in memattr.c. Apart from memattr.h, since it needs the allocator's internals (mem/slab.h),
+ * which the profiler's other files need not see.
  */
 #ifndef CPROF_MEMATTR_NOTE_H
 #define CPROF_MEMATTR_NOTE_H
@@ -20,8 +21,8 @@
    yet, a large block (sl NULL). */
 void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl, uint32_t node,
                         cprof_ticks at);
-/* The free of a large block. */
-void memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
+/* The free of a large block; whether it was attributed. */
+int memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
 /* The side table's last attributed object is gone. */
 void memattr_drop_table(MemAttr *m, SlabAttr *t);
 
@@ -80,16 +81,22 @@ MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_
   s->type_frees[slot]++;
 }
 
+/* The node an allocation made now is charged to, IDX_NONE for none. Allocations made by
+   cprof's own hook are not the program's; a block born before the profile (the string table, a
+   stack, a table made earlier) that Lua moves (moved 1: a realloc continues the block just
+   freed) stays out of it: its allocation was not the program's code running now. Apart from
+   memattr_note_alloc so that a caller can ask before it reads anything else, and keep less
+   across the profiler's call. */
+MEMATTR_INLINE uint32_t memattr_node_now(MemAttr *m, int moved) {
+  if (m->in_hook || (moved && !m->freed_known)) return IDX_NONE;
+  return m->where(m->where_ud);
+}
+
 /* Block `block` of `size` bytes and type slot `slot`, in slab sl (NULL: a large block; w the
-   map word of its page), was just allocated (moved 0) or continues a block just freed (moved
-   1: a realloc). Allocations made by cprof's own hook are not the program's; a block born
-   before the profile (the string table, a stack, a table made earlier) that Lua moves stays out
-   of it: its allocation was not the program's code running now. */
-MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int moved, void *block, size_t size, int slot,
-                                      slab *sl, uint32_t w) {
-  if (m->in_hook || (moved && !m->freed_known)) return;
-  uint32_t node = m->where(m->where_ud);
-  if (node == IDX_NONE) return;  /* no profiled frame is running */
+   map word of its page), was just allocated while `node` (memattr_node_now, not IDX_NONE)
+   ran. */
+MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, uint32_t node, void *block, size_t size,
+                                      int slot, slab *sl, uint32_t w) {
   cprof_ticks at = *m->now - m->t0;
   SlabAttr *t;
   if (__builtin_expect(node >= m->cstats || !sl || !(t = memattr_table(m, sl, w)), 0)) {
@@ -100,21 +107,23 @@ MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, int moved, void *block, size_
   memattr_count_alloc(&m->stats[node], size, slot, at);
 }
 
-/* Block `block` is about to be freed: credited to its node if it was attributed. */
-MEMATTR_INLINE void memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
-                                     const slab *sl, uint32_t w) {
-  if (__builtin_expect(!sl, 0)) {
-    memattr_free_large(m, block, size, slot);
-    return;
-  }
+/* Block `block` is about to be freed: credited to its node if it was attributed. Returns
+   whether it was (what m->freed_known keeps for a realloc's move; a plain free need not
+   store it). *empty: the side table that lost its last attributed object, for the caller to
+   drop with memattr_drop_table while the slab is still there, or NULL — a call left to the
+   caller's end keeps its hot path's registers free. */
+MEMATTR_INLINE int memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
+                                    const slab *sl, uint32_t w, SlabAttr **empty) {
+  *empty = NULL;
+  if (__builtin_expect(!sl, 0)) return memattr_free_large(m, block, size, slot);
   SlabAttr *t = memattr_table(m, sl, w);
   ObjAttr *o = t ? &t->obj[memattr_index(t, block)] : NULL;
   uint32_t node = o ? o->node : 0;
-  m->freed_known = node != 0;
-  if (node == 0) return;
+  if (node == 0) return 0;
   o->node = 0;
   memattr_count_free(&m->stats[node - 1], size, slot, (cprof_ticks)o->birth, *m->now - m->t0);
-  if (__builtin_expect(--t->live == 0, 0)) memattr_drop_table(m, t);
+  if (__builtin_expect(--t->live == 0, 0)) *empty = t;
+  return 1;
 }
 
 #endif
