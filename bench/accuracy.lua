@@ -185,7 +185,7 @@ local function added(now, before)
   return t
 end
 
--- The fast end of the machine's speed (calibrate.probe): the calibrations' and every round's.
+-- The fast end of the machine's speed (calibrate.probe) by each calibration.
 local probes = {}
 
 -- Rounds of fn(...) profiled (no bias) and unprofiled, interleaved, and of each extra[i](),
@@ -194,9 +194,11 @@ local probes = {}
 -- a profile's start costs a few microseconds once, which a long profile does not notice.
 -- measure(d) gives a list of sums from a profile's data; returns the unprofiled times and, per
 -- round, what it added to measure(raw data) and, for each models[k], to measure(data with it
--- subtracted) (cals[k]), and the times of the extras. Only the rounds at the machine's full
--- speed are returned, as Profile:calibrate counts only those (all of them when fewer than
--- calibrate.MIN_ROUNDS are), with their number.
+-- subtracted) (cals[k]), and the times of the extras. As Profile:calibrate, only the rounds at
+-- the machine's full speed count: rounds are run until opts.rounds of them are (at most
+-- MAX_ROUNDS times as many in all; all of them count when fewer than calibrate.MIN_ROUNDS are);
+-- the last result is how many counted, of how many.
+local MAX_ROUNDS = 4
 local function rounds(fn, args, measure, models, extra)
   extra = extra or {}
   local alone = {}
@@ -205,10 +207,14 @@ local function rounds(fn, args, measure, models, extra)
   for k = 1, #models do cals[k] = {} end
   local q = cprof.Profile { timer = timer, bias = 0 }
   local raw_before
+  local fastest = calibrate.fastest(probes)
+  local full = calibrate.FULL_SPEED * fastest
+  local counted = 0
   -- warm up, the profile too
   fn(unpack(args))
   local last = calibrate.probe(clock)
-  for r = 0, opts.rounds do
+  local r = 0
+  while counted < opts.rounds and r < MAX_ROUNDS * opts.rounds do
     for pass = 1, 2 do
       if (pass == 1) == (r % 2 == 1) then
         local t = plain(fn, unpack(args))
@@ -233,16 +239,17 @@ local function rounds(fn, args, measure, models, extra)
     local after = calibrate.probe(clock)
     if r > 0 then
       speed[#speed + 1] = math.max(last, after)
-      probes[#probes + 1] = after
+      if speed[#speed] <= full then counted = counted + 1 end
     end
     last = after
+    r = r + 1
   end
-  local kept = calibrate.at_full_speed(speed, calibrate.fastest(probes))
-  if #kept < calibrate.MIN_ROUNDS then return real, raw, cals, alone, #real end
+  local kept = calibrate.at_full_speed(speed, fastest)
+  if #kept < calibrate.MIN_ROUNDS then return real, raw, cals, alone, #real, #real end
   local pick = calibrate.pick
   for k = 1, #models do cals[k] = pick(cals[k], kept) end
   for i = 1, #extra do alone[i] = pick(alone[i], kept) end
-  return pick(real, kept), pick(raw, kept), cals, alone, #kept
+  return pick(real, kept), pick(raw, kept), cals, alone, #kept, #real
 end
 
 -- A model measured just before a workload: what the first one would have given had the machine
@@ -314,16 +321,18 @@ for _, k in ipairs(bias_mod.KINDS) do
 end
 print(string.format("%-9s %s", "full speed", table.concat((function()
   local h = {}
-  for c, m in ipairs(models) do h[c] = string.format("%14s", string.format("%.0f%%", m.full_speed * 100)) end
+  for c, m in ipairs(models) do
+    h[c] = string.format("%14s", string.format("%.0f%% of %d", m.full_speed * 100, m.blocks))
+  end
   return h
-end)(), " ")) .. "  (the share of the rounds that counted)")
+end)(), " ")) .. "  (the share of the rounds that counted, of how many blocks)")
 print("")
 io.stdout:flush()
 
 local want = opts.only
 print("Totals (sum of tottime) against the unprofiled time: the shift profiled - unprofiled"
       .. " over the median unprofiled time")
-local fmtt = "%-8s %-16s %9s %9s %6s | %9s %9s | %9s"
+local fmtt = "%-8s %-16s %9s %9s %7s | %9s %9s | %9s"
 header = string.format(fmtt, "workload", "size", "events", "real ms", "kept", "uncal", "calib",
                        "calib*")
 print(header)
@@ -331,7 +340,7 @@ print(string.rep("-", #header))
 for _, w in ipairs(W.select(want)) do
   local size = size_for(function(n) w.make(n)() end, w.size, w.resize)
   local fn = w.make(size)
-  local real, raw, cals, _, kept = rounds(fn, {}, total, { model, near_model() })
+  local real, raw, cals, _, kept, ran = rounds(fn, {}, total, { model, near_model() })
   local base = median(real)
   local function first(t)
     local f = {}
@@ -342,7 +351,7 @@ for _, w in ipairs(W.select(want)) do
   local e_cal = calibrate.shift(first(cals[1]), real) / base
   local e_near = calibrate.shift(first(cals[2]), real) / base
   print(string.format(fmtt, w.name, w.label(size), w.calls(size), string.format("%.2f", base * 1e3),
-                      kept, pct(e_raw), pct(e_cal), pct(e_near)))
+                      kept .. "/" .. ran, pct(e_raw), pct(e_cal), pct(e_near)))
   judge(w.name .. " total", e_cal)
   io.stdout:flush()
 end
@@ -358,7 +367,8 @@ for _, s in ipairs(SPLITS) do
       return { d.frames.cumtime[a], d.frames.cumtime[b] }
     end
     -- the parts alone run in the same rounds as the profiled root
-    local real, raw, cals, alone, kept = rounds(s.root, { k, m }, shares, { model, near_model() }, {
+    local real, raw, cals, alone, kept, ran = rounds(s.root, { k, m }, shares,
+                                                     { model, near_model() }, {
       function() return s.root(k, 0) end, function() return s.root(0, m) end })
     local cal = cals[1]
     local truth = { median(alone[1]), median(alone[2]) }
@@ -373,8 +383,8 @@ for _, s in ipairs(SPLITS) do
       return calibrate.shift(t, real) / median(real)
     end
     local ct, ct_near = root_err(cal), root_err(cals[2])
-    print(string.format("%s: %s (k = %d, m = %d, %d rounds kept); share of each part: true (the"
-      .. " part alone), uncalibrated, calibrated", s.name, s.what, k, m, kept))
+    print(string.format("%s: %s (k = %d, m = %d, %d of %d rounds kept); share of each part: true"
+      .. " (the part alone), uncalibrated, calibrated", s.name, s.what, k, m, kept, ran))
     local f2 = "  %-8s %8s %8s %8s %8s | %8s %8s | %8s"
     print(string.format(f2, "part", "true", "uncal", "error", "calib", "error", "time err",
                         "error*"))

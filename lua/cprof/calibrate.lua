@@ -22,9 +22,9 @@
 -- be a mix of the two machines, different in every run. A fixed loop (probe) timed before and
 -- after each round tells: a round counts when both are within FULL_SPEED of the probes' fast
 -- end (their 1st percentile over the whole calibration). A block votes with its full-speed
--- rounds if it has MIN_ROUNDS of them, and each kind is the median of the blocks that vote (all
--- blocks, with all their rounds, when none does: a machine slow the whole time is measured as
--- it is).
+-- rounds if it has MIN_ROUNDS of them, and each kind is the median of the blocks that vote;
+-- blocks are added (up to MAX_BLOCKS) until each kind has VOTES of them. When none votes, all
+-- blocks do, with all their rounds: a machine slow the whole time is measured as it is.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -49,6 +49,9 @@ M.BLOCKS = 5
 M.FULL_SPEED = 1.3
 --- Full-speed rounds a block needs to vote.
 M.MIN_ROUNDS = 21
+--- Blocks with a vote each kind needs: more blocks are measured while one lacks them (a slow
+--- stretch of the host can last seconds), up to MAX_BLOCKS in all.
+M.VOTES, M.MAX_BLOCKS = 3, 15
 --- Iterations of the probe's loop: about 15 µs on the bench machine.
 M.PROBE = 2000
 --- Calls of each kind by default, and at most.
@@ -231,14 +234,29 @@ end
 
 --- measure(p, n): the model of profile p's timer, each kind measured over about n calls in each
 --- of BLOCKS blocks: { lua_call, c_call, switch, wrap, line = seconds, err = { kind = seconds },
---- confidence = 0.95, probe = seconds, full_speed = the share of rounds that counted }: per
+--- confidence = 0.95, probe = seconds, full_speed = the share of rounds that counted, blocks }: per
 --- kind, the median of the voting blocks' estimates (full_speed), with the median of their
 --- uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
 --- built-in that calls no hook) is 0 with no uncertainty.
 function M.measure(p, n)
   local m = math.max(1, math.ceil(n / M.ROUNDS))
   local blocks, probes = {}, {}
-  for b = 1, M.BLOCKS do blocks[b] = block(p, m, probes) end
+  local function rounds_of(kind)
+    local r = {}
+    for b, bk in ipairs(blocks) do r[b] = bk[kind].rounds end
+    return r
+  end
+  local function enough()
+    local fastest = M.fastest(probes)
+    for _, kind in ipairs(bias.KINDS) do
+      local votes, full = M.full_speed(rounds_of(kind), fastest)
+      if not full or #votes < M.VOTES then return false end
+    end
+    return true
+  end
+  repeat
+    blocks[#blocks + 1] = block(p, m, probes)
+  until #blocks >= M.BLOCKS and (#blocks >= M.MAX_BLOCKS or enough())
   local fastest = M.fastest(probes)
   local model = { err = {}, confidence = 0.95, source = "calibrate", probe = fastest }
   local counted, all = 0, 0
@@ -247,8 +265,7 @@ function M.measure(p, n)
   -- that on, doubled and with the opposite sign, to switch and wrap (whose round trips hold two
   -- C calls each), and the lower quartile would pick it there.
   for _, kind in ipairs(bias.KINDS) do
-    local rounds = {}
-    for b, bk in ipairs(blocks) do rounds[b] = bk[kind].rounds end
+    local rounds = rounds_of(kind)
     local votes, full = M.full_speed(rounds, fastest)
     -- the counts are those of one run, the same in every block
     local counts = blocks[1][kind].counts
@@ -272,7 +289,7 @@ function M.measure(p, n)
     for _, r in ipairs(rounds) do all = all + #r.prof end
     model[kind], model.err[kind] = median(est), median(err)
   end
-  model.full_speed = counted / all
+  model.full_speed, model.blocks = counted / all, #blocks
   return model
 end
 
