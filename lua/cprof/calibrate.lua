@@ -263,7 +263,7 @@ function M.measure(p, n)
   -- Each kind less what the kinds before it account for, taken at their final values rather
   -- than at their own block's: a block that measured c_call twice too high would otherwise pass
   -- that on, doubled and with the opposite sign, to switch and wrap (whose round trips hold two
-  -- C calls each), and the lower quartile would pick it there.
+  -- C calls each).
   for _, kind in ipairs(bias.KINDS) do
     local rounds = rounds_of(kind)
     local votes, full = M.full_speed(rounds, fastest)
