@@ -196,9 +196,10 @@ local probes = {}
 -- round, what it added to measure(raw data) and, for each models[k], to measure(data with it
 -- subtracted) (cals[k]), and the times of the extras. As Profile:calibrate, only the rounds at
 -- the machine's full speed count: rounds are run until opts.rounds of them are (at most
--- MAX_ROUNDS times as many in all; all of them count when fewer than calibrate.MIN_ROUNDS are);
--- the last result is how many counted, of how many.
-local MAX_ROUNDS = 4
+-- MAX_ROUNDS times as many in all, about a second: the host's slow stretches seldom last longer;
+-- all of them count when fewer than calibrate.MIN_ROUNDS are); the last results are how many
+-- counted, of how many.
+local MAX_ROUNDS = 10
 local function rounds(fn, args, measure, models, extra)
   extra = extra or {}
   local alone = {}
@@ -245,7 +246,7 @@ local function rounds(fn, args, measure, models, extra)
     r = r + 1
   end
   local kept = calibrate.at_full_speed(speed, fastest)
-  if #kept < calibrate.MIN_ROUNDS then return real, raw, cals, alone, #real, #real end
+  if #kept < calibrate.MIN_ROUNDS then return real, raw, cals, alone, 0, #real end
   local pick = calibrate.pick
   for k = 1, #models do cals[k] = pick(cals[k], kept) end
   for i = 1, #extra do alone[i] = pick(alone[i], kept) end
