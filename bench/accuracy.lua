@@ -185,8 +185,8 @@ local function added(now, before)
   return t
 end
 
--- The fast end of the machine's speed (calibrate.probe) by each calibration.
-local probes = {}
+-- The fast end of the machine's speed (calibrate.prober) by each calibration, and the probe.
+local probes, probe = {}, calibrate.prober(clock)
 
 -- Rounds of fn(...) profiled (no bias) and unprofiled, interleaved, and of each extra[i](),
 -- unprofiled (the parts of a split alone), in the same rounds. The profiled rounds follow each
@@ -213,7 +213,7 @@ local function rounds(fn, args, measure, models, extra)
   local counted = 0
   -- warm up, the profile too
   fn(unpack(args))
-  local last = calibrate.probe(clock)
+  local last = probe()
   local r = 0
   while counted < opts.rounds and r < MAX_ROUNDS * opts.rounds do
     for pass = 1, 2 do
@@ -237,7 +237,7 @@ local function rounds(fn, args, measure, models, extra)
         end
       end
     end
-    local after = calibrate.probe(clock)
+    local after = probe()
     if r > 0 then
       speed[#speed + 1] = math.max(last, after)
       if speed[#speed] <= full then counted = counted + 1 end

@@ -318,8 +318,8 @@ describe("calibrate", function()
         assert(type(m[k]) == "number" and m.err[k] >= 0, k)
       end
       assert(m.confidence == 0.95 and m.timer == "counter" and p:bias() == m)
-      -- a counted probe takes one tick every time: every round is at full speed
-      assert(m.probe == 1 and m.full_speed == 1 and m.blocks == 5)
+      -- a counted probe takes as many ticks every time: every round is at full speed
+      assert(m.probe > 0 and m.full_speed == 1 and m.blocks == 5)
       print(select(2, pcall(p.calibrate, p, 0)))
     ]])
     assert.are.equal(0, status, err)

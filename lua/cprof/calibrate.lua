@@ -53,7 +53,7 @@ M.MIN_ROUNDS = 21
 --- stretch of the host can last seconds), up to MAX_BLOCKS in all.
 M.VOTES, M.MAX_BLOCKS = 3, 15
 --- Iterations of the probe's loop: about 15 µs on the bench machine.
-M.PROBE = 2000
+M.PROBE = 60
 --- Calls of each kind by default, and at most.
 M.DEFAULT_CALLS, M.MAX_CALLS = 200000, 10000000
 local Z95 = 1.959964
@@ -86,12 +86,28 @@ local WORK = {
   end,
 }
 
---- probe(p): seconds of a fixed loop by profile p's timer, unprofiled: the machine's speed now.
-function M.probe(p)
-  local now = core.methods.now
-  local t0, x = now(p), 0
-  for i = 1, M.PROBE do x = x + i % 7 end
-  return now(p) - t0, x
+local function probe_leaf(i)
+  nop_c()
+  return i % 7
+end
+local function probe_work(k)
+  local x = 0
+  for i = 1, k do x = x + probe_leaf(i) end
+  return x
+end
+
+--- prober(p): a function that returns the seconds, by profile p's timer, of a fixed loop of Lua
+--- and C calls run under a profile of its own: the speed now of what a profile does. (A loop of
+--- arithmetic alone missed stretches in which the host slowed calls and cprof's hook, but not
+--- it: bench/README.md, "Accuracy".)
+function M.prober(p)
+  local now, q = core.methods.now, p:sibling(false)
+  q:bias(0)
+  return function()
+    local t0 = now(p)
+    q:runcall(probe_work, M.PROBE)
+    return now(p) - t0
+  end
 end
 
 --- fastest(probes): the fast end of a list of probe times, their 1st percentile (the very
@@ -171,10 +187,10 @@ end
 -- start, a few microseconds once per profile, would otherwise be counted in every run, and so in
 -- the bias of every event of a long profile. Each round's speed is the slower of the probes
 -- before and after it (all of them are added to `probes`).
-local function sample(clock, q, work, m, probes)
+local function sample(clock, q, work, m, probe, probes)
   local raw_snapshot, now = core.methods.snapshot, core.methods.now
   local prof, plain, speed, counts, before = {}, {}, {}, nil, 0
-  local last = M.probe(clock)
+  local last = probe()
   -- the first rounds of a process run slower (caches, the allocator, the hook's first events):
   -- WARMUP rounds are not kept
   for r = 1 - M.WARMUP, M.ROUNDS do
@@ -197,7 +213,7 @@ local function sample(clock, q, work, m, probes)
         end
       end
     end
-    local after = M.probe(clock)
+    local after = probe()
     if r > 0 then
       speed[#speed + 1] = math.max(last, after)
       probes[#probes + 1] = after
@@ -209,12 +225,12 @@ end
 
 -- One block: every kind measured once, each on a fresh profile: per kind, its rounds and the
 -- counts of every kind in the workload.
-local function block(p, m, probes)
+local function block(p, m, probe, probes)
   local out = {}
   for _, kind in ipairs(bias.KINDS) do
     local q = p:sibling(kind == "line")
     q:bias(0)
-    local rounds, counts = sample(p, q, WORK[kind], m, probes)
+    local rounds, counts = sample(p, q, WORK[kind], m, probe, probes)
     out[kind] = { rounds = rounds, counts = counts }
   end
   return out
@@ -240,7 +256,7 @@ end
 --- built-in that calls no hook) is 0 with no uncertainty.
 function M.measure(p, n)
   local m = math.max(1, math.ceil(n / M.ROUNDS))
-  local blocks, probes = {}, {}
+  local blocks, probes, probe = {}, {}, M.prober(p)
   local function rounds_of(kind)
     local r = {}
     for b, bk in ipairs(blocks) do r[b] = bk[kind].rounds end
@@ -255,7 +271,7 @@ function M.measure(p, n)
     return true
   end
   repeat
-    blocks[#blocks + 1] = block(p, m, probes)
+    blocks[#blocks + 1] = block(p, m, probe, probes)
   until #blocks >= M.BLOCKS and (#blocks >= M.MAX_BLOCKS or enough())
   local fastest = M.fastest(probes)
   local model = { err = {}, confidence = 0.95, source = "calibrate", probe = fastest }
