@@ -1,9 +1,9 @@
 --- cprof.calibrate: measuring the bias model (cprof.bias) on this machine, and keeping it.
 --
--- Each kind of event has a workload made of it: a loop calling an empty Lua function
--- (lua_call), a C function (c_call), resuming a coroutine that yields (switch), calling a
--- function made by coroutine.wrap whose body yields (wrap), a loop of line events in a profile
--- with lines on (line). A workload runs ROUNDS times unprofiled, timed with the profile's timer,
+-- Each kind of event has a workload made of it: a loop calling an empty Lua function and a
+-- binary recursion, half of the calls each (lua_call), a loop calling a C function (c_call),
+-- resuming a coroutine that yields (switch), calling a function made by coroutine.wrap whose
+-- body yields (wrap), a loop of line events in a profile with lines on (line). A workload runs ROUNDS times unprofiled, timed with the profile's timer,
 -- and as many times under a profile of the same timer, the two interleaved (in alternating
 -- order) so that a busy moment of a shared machine hits both alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
@@ -65,9 +65,21 @@ local resume, yield, create, wrap = coroutine.resume, coroutine.yield, coroutine
 local function yielder(m) for _ = 1, m do yield() end end
 
 local function nop() end
+-- a binary recursion of depth 10: 177 calls
+local function tree(k)
+  if k < 2 then return k end
+  return tree(k - 1) + tree(k - 2)
+end
 
 local WORK = {
-  lua_call = function(m) for _ = 1, m do nop() end end,
+  -- Half the calls from a flat loop, half from a recursion. A Lua call hides more in a deep,
+  -- branching recursion than in a loop (fib 12.5-13.5 ns, a loop 10-11): the loop alone left
+  -- fib at +5..+23% after calibration, and moved from 10 to 18 ns with the process, the mix
+  -- 11.1-12.8 (8 processes side by side each way; bench/README.md, "Accuracy").
+  lua_call = function(m)
+    for _ = 1, m / 2 do nop() end
+    for _ = 1, m / 354 do tree(10) end
+  end,
   c_call = function(m) for _ = 1, m do nop_c() end end,
   -- the coroutine ends: one left suspended would keep cprof's hook, and later profiles would
   -- find it among their threads
