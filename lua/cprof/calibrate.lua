@@ -3,9 +3,10 @@
 -- Each kind of event has a workload made of it: a loop calling an empty Lua function and a
 -- binary recursion, half of the calls each (lua_call), a loop calling a C function (c_call),
 -- resuming a coroutine that yields (switch), calling a function made by coroutine.wrap whose
--- body yields (wrap), a loop of line events in a profile with lines on (line). A workload runs ROUNDS times unprofiled, timed with the profile's timer,
--- and as many times under a profile of the same timer, the two interleaved (in alternating
--- order) so that a busy moment of a shared machine hits both alike.
+-- body yields (wrap), a loop of line events in a profile with lines on (line). A workload runs
+-- ROUNDS times unprofiled, timed with the profile's timer, and as many times under a profile of
+-- the same timer, the two interleaved (in alternating order) so that a busy moment of a shared
+-- machine hits both alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
 -- their Hodges–Lehmann estimate, the median of the ROUNDS² pairwise differences profiled −
 -- unprofiled, which a few disturbed runs do not move; its 95% confidence interval comes from the
