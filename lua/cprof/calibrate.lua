@@ -20,12 +20,13 @@
 -- host as a whole, by 1.6-1.9 times for stretches of 10 ms to a second (on the bench machine, a
 -- quarter of the time), and in such a stretch every event hides about 23 ns more than at full
 -- speed, whatever its kind (bench/README.md, "Accuracy"): a model measured partly in one would
--- be a mix of the two machines, different in every run. A fixed loop (probe) timed before and
--- after each round tells: a round counts when both are within FULL_SPEED of the probes' fast
--- end (their 1st percentile over the whole calibration). A block votes with its full-speed
--- rounds if it has MIN_ROUNDS of them, and each kind is the median of the blocks that vote;
--- blocks are added (up to MAX_BLOCKS) until each kind has VOTES of them. When none votes, all
--- blocks do, with all their rounds: a machine slow the whole time is measured as it is.
+-- be a mix of the two machines, different in every run. A probe (prober: a profiled loop of Lua
+-- and C calls) timed before and after each round tells: a round counts when both are within
+-- FULL_SPEED of the probes' fast end (their 1st percentile over the whole calibration). A block
+-- votes with its full-speed rounds if it has MIN_ROUNDS of them, and each kind is the lower
+-- quartile of the blocks that vote; blocks are added (up to MAX_BLOCKS) until each kind has VOTES
+-- of them. When none votes, all blocks do, with all their rounds: a machine slow the whole time
+-- is measured as it is.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -263,10 +264,16 @@ local function median(t)
   return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
 end
 
+-- A disturbance the probe misses only ever adds time: the lower quartile of the votes, not
+-- their median (the second lowest of five).
+local function lower_quartile(t)
+  return sorted(t)[math.floor((#t + 3) / 4)]
+end
+
 --- measure(p, n): the model of profile p's timer, each kind measured over about n calls in each
 --- of BLOCKS blocks: { lua_call, c_call, switch, wrap, line = seconds, err = { kind = seconds },
 --- confidence = 0.95, probe = seconds, full_speed = the share of rounds that counted, blocks }: per
---- kind, the median of the voting blocks' estimates (full_speed), with the median of their
+--- kind, the lower quartile of the voting blocks' estimates (full_speed), with the median of their
 --- uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
 --- built-in that calls no hook) is 0 with no uncertainty.
 function M.measure(p, n)
@@ -318,7 +325,7 @@ function M.measure(p, n)
       end
     end
     for _, r in ipairs(rounds) do all = all + #r.prof end
-    model[kind], model.err[kind] = median(est), median(err)
+    model[kind], model.err[kind] = lower_quartile(est), median(err)
   end
   model.full_speed, model.blocks = counted / all, #blocks
   return model
