@@ -185,24 +185,37 @@ local function added(now, before)
   return t
 end
 
+-- The fast end of the machine's speed (calibrate.prober) by each calibration, and the probe.
+local probes, probe = {}, calibrate.prober(clock)
+
 -- Rounds of fn(...) profiled (no bias) and unprofiled, interleaved, and of each extra[i](),
 -- unprofiled (the parts of a split alone), in the same rounds. The profiled rounds follow each
 -- other in one profile, as the runs of Profile:calibrate do, each measured by what it added:
 -- a profile's start costs a few microseconds once, which a long profile does not notice.
 -- measure(d) gives a list of sums from a profile's data; returns the unprofiled times and, per
 -- round, what it added to measure(raw data) and, for each models[k], to measure(data with it
--- subtracted) (cals[k]), and the times of the extras.
+-- subtracted) (cals[k]), and the times of the extras. As Profile:calibrate, only the rounds at
+-- the machine's full speed count: rounds are run until opts.rounds of them are (at most
+-- MAX_ROUNDS times as many in all, about a second: the host's slow stretches seldom last longer;
+-- all of them count when fewer than calibrate.MIN_ROUNDS are); the last results are how many
+-- counted, of how many.
+local MAX_ROUNDS = 10
 local function rounds(fn, args, measure, models, extra)
   extra = extra or {}
   local alone = {}
   for i = 1, #extra do alone[i] = {} end
-  local real, raw, cals, cal_before = {}, {}, {}, {}
+  local real, raw, cals, cal_before, speed = {}, {}, {}, {}, {}
   for k = 1, #models do cals[k] = {} end
   local q = cprof.Profile { timer = timer, bias = 0 }
   local raw_before
+  local fastest = calibrate.fastest(probes)
+  local full = calibrate.FULL_SPEED * fastest
+  local counted = 0
   -- warm up, the profile too
   fn(unpack(args))
-  for r = 0, opts.rounds do
+  local last = probe()
+  local r = 0
+  while counted < opts.rounds and r < MAX_ROUNDS * opts.rounds do
     for pass = 1, 2 do
       if (pass == 1) == (r % 2 == 1) then
         local t = plain(fn, unpack(args))
@@ -224,14 +237,28 @@ local function rounds(fn, args, measure, models, extra)
         end
       end
     end
+    local after = probe()
+    if r > 0 then
+      speed[#speed + 1] = math.max(last, after)
+      if speed[#speed] <= full then counted = counted + 1 end
+    end
+    last = after
+    r = r + 1
   end
-  return real, raw, cals, alone
+  local kept = calibrate.at_full_speed(speed, fastest)
+  if #kept < calibrate.MIN_ROUNDS then return real, raw, cals, alone, 0, #real end
+  local pick = calibrate.pick
+  for k = 1, #models do cals[k] = pick(cals[k], kept) end
+  for i = 1, #extra do alone[i] = pick(alone[i], kept) end
+  return pick(real, kept), pick(raw, kept), cals, alone, #kept, #real
 end
 
 -- A model measured just before a workload: what the first one would have given had the machine
 -- run at the same speed for the calibration and the workload (printed, not judged).
 local function near_model()
-  return cprof.Profile { timer = timer, bias = 0 }:calibrate()
+  local m = cprof.Profile { timer = timer, bias = 0 }:calibrate()
+  probes[#probes + 1] = m.probe
+  return m
 end
 
 local function pct(x)
@@ -263,6 +290,7 @@ io.stdout:flush()
 local models = {}
 for c = 1, opts.calibrations do
   models[c] = cprof.Profile { timer = timer, bias = 0 }:calibrate()
+  probes[#probes + 1] = models[c].probe
 end
 local model = models[1]
 print("Bias per kind (p:calibrate(), ns; ± half its 95% interval), and its spread over the runs:")
@@ -292,20 +320,28 @@ for _, k in ipairs(bias_mod.KINDS) do
                       string.format("±%.1f", dev * 1e9)))
   if med ~= 0 then judge("bias " .. k .. " spread", spread, BIAS_GOAL) end
 end
+print(string.format("%-9s %s", "full speed", table.concat((function()
+  local h = {}
+  for c, m in ipairs(models) do
+    h[c] = string.format("%14s", string.format("%.0f%% of %d", m.full_speed * 100, m.blocks))
+  end
+  return h
+end)(), " ")) .. "  (the share of the rounds that counted, of how many blocks)")
 print("")
 io.stdout:flush()
 
 local want = opts.only
 print("Totals (sum of tottime) against the unprofiled time: the shift profiled - unprofiled"
       .. " over the median unprofiled time")
-local fmtt = "%-8s %-16s %9s %9s | %9s %9s | %9s"
-header = string.format(fmtt, "workload", "size", "events", "real ms", "uncal", "calib", "calib*")
+local fmtt = "%-8s %-16s %9s %9s %7s | %9s %9s | %9s"
+header = string.format(fmtt, "workload", "size", "events", "real ms", "kept", "uncal", "calib",
+                       "calib*")
 print(header)
 print(string.rep("-", #header))
 for _, w in ipairs(W.select(want)) do
   local size = size_for(function(n) w.make(n)() end, w.size, w.resize)
   local fn = w.make(size)
-  local real, raw, cals = rounds(fn, {}, total, { model, near_model() })
+  local real, raw, cals, _, kept, ran = rounds(fn, {}, total, { model, near_model() })
   local base = median(real)
   local function first(t)
     local f = {}
@@ -316,7 +352,7 @@ for _, w in ipairs(W.select(want)) do
   local e_cal = calibrate.shift(first(cals[1]), real) / base
   local e_near = calibrate.shift(first(cals[2]), real) / base
   print(string.format(fmtt, w.name, w.label(size), w.calls(size), string.format("%.2f", base * 1e3),
-                      pct(e_raw), pct(e_cal), pct(e_near)))
+                      kept .. "/" .. ran, pct(e_raw), pct(e_cal), pct(e_near)))
   judge(w.name .. " total", e_cal)
   io.stdout:flush()
 end
@@ -332,7 +368,8 @@ for _, s in ipairs(SPLITS) do
       return { d.frames.cumtime[a], d.frames.cumtime[b] }
     end
     -- the parts alone run in the same rounds as the profiled root
-    local real, raw, cals, alone = rounds(s.root, { k, m }, shares, { model, near_model() }, {
+    local real, raw, cals, alone, kept, ran = rounds(s.root, { k, m }, shares,
+                                                     { model, near_model() }, {
       function() return s.root(k, 0) end, function() return s.root(0, m) end })
     local cal = cals[1]
     local truth = { median(alone[1]), median(alone[2]) }
@@ -347,8 +384,8 @@ for _, s in ipairs(SPLITS) do
       return calibrate.shift(t, real) / median(real)
     end
     local ct, ct_near = root_err(cal), root_err(cals[2])
-    print(string.format("%s: %s (k = %d, m = %d); share of each part: true (the part alone),"
-      .. " uncalibrated, calibrated", s.name, s.what, k, m))
+    print(string.format("%s: %s (k = %d, m = %d, %d of %d rounds kept); share of each part: true"
+      .. " (the part alone), uncalibrated, calibrated", s.name, s.what, k, m, kept, ran))
     local f2 = "  %-8s %8s %8s %8s %8s | %8s %8s | %8s"
     print(string.format(f2, "part", "true", "uncal", "error", "calib", "error", "time err",
                         "error*"))

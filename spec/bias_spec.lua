@@ -318,10 +318,53 @@ describe("calibrate", function()
         assert(type(m[k]) == "number" and m.err[k] >= 0, k)
       end
       assert(m.confidence == 0.95 and m.timer == "counter" and p:bias() == m)
+      -- a counted probe takes as many ticks every time: every round is at full speed
+      assert(m.probe > 0 and m.full_speed == 1 and m.blocks == 5)
       print(select(2, pcall(p.calibrate, p, 0)))
     ]])
     assert.are.equal(0, status, err)
     assert.matches("bad argument #1 to 'calibrate'", out)
+  end)
+
+  it("measures more blocks while a kind has too few at full speed, then takes all rounds", function()
+    local out, err, status = S.run_lua([[
+      local cprof = require "cprof"
+      local calibrate = require "cprof.calibrate"
+      calibrate.MIN_ROUNDS, calibrate.MAX_BLOCKS = calibrate.ROUNDS + 1, 7
+      local m = cprof.Profile { timer = "counter" }:calibrate(1000)
+      print(("%d %g %s"):format(m.blocks, m.full_speed, tostring(m.lua_call > 0)))
+    ]])
+    assert.are.equal(0, status, err)
+    assert.are.equal("7 0 true\n", out)
+  end)
+
+  it("keeps the rounds whose probes ran at full speed", function()
+    assert.are.same({ 1, 2, 5 }, calibrate.at_full_speed({ 1.0, 1.29, 1.31, 2.0, 1.1 }, 1))
+    local probes = {}
+    for i = 1, 200 do probes[i] = 201 - i end
+    -- the 1st percentile, not a lone fastest reading
+    assert.are.equal(2, calibrate.fastest(probes))
+    assert.are.equal(7, calibrate.fastest({ 9, 7, 8 }))
+    assert.are.same({ "b", "d" }, calibrate.pick({ "a", "b", "c", "d" }, { 2, 4 }))
+  end)
+
+  it("lets a block vote with its full-speed rounds only when it has enough of them", function()
+    local function block(fast, slow)
+      local b = { prof = {}, plain = {}, speed = {} }
+      for r = 1, fast + slow do
+        b.prof[r], b.plain[r], b.speed[r] = 10 + r, r, r <= fast and 1 or 1.8
+      end
+      return b
+    end
+    local votes, full = calibrate.full_speed({ block(30, 10), block(10, 30) }, 1)
+    assert.is_true(full)
+    assert.are.equal(1, #votes)
+    assert.are.equal(30, #votes[1].prof)
+    assert.are.equal(30, votes[1].plain[30])
+    -- none has enough: every block votes, with all its rounds
+    votes, full = calibrate.full_speed({ block(10, 30), block(0, 5) }, 1)
+    assert.is_false(full)
+    assert.are.same({ 40, 5 }, { #votes[1].prof, #votes[2].plain })
   end)
 
   it("estimates a shift by the median of pairwise differences, with its interval", function()

@@ -1,20 +1,32 @@
 --- cprof.calibrate: measuring the bias model (cprof.bias) on this machine, and keeping it.
 --
--- Each kind of event has a workload made of it: a loop calling an empty Lua function
--- (lua_call), a C function (c_call), resuming a coroutine that yields (switch), calling a
--- function made by coroutine.wrap whose body yields (wrap), a loop of line events in a profile
--- with lines on (line). A workload runs ROUNDS times unprofiled, timed with the profile's timer,
--- and as many times under a profile of the same timer, the two interleaved (in alternating
--- order) so that a busy moment of a shared machine hits both alike.
+-- Each kind of event has a workload made of it: a loop calling an empty Lua function and a
+-- binary recursion, half of the calls each (lua_call), a loop calling a C function (c_call),
+-- resuming a coroutine that yields (switch), calling a function made by coroutine.wrap whose
+-- body yields (wrap), a loop of line events in a profile with lines on (line). A workload runs
+-- ROUNDS times unprofiled, timed with the profile's timer, and as many times under a profile of
+-- the same timer, the two interleaved (in alternating order) so that a busy moment of a shared
+-- machine hits both alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
 -- their Hodges–Lehmann estimate, the median of the ROUNDS² pairwise differences profiled −
 -- unprofiled, which a few disturbed runs do not move; its 95% confidence interval comes from the
 -- same sorted differences (the Mann–Whitney bounds). The shift, less what the kinds measured
 -- before account for (the profiles' own counts of each kind, cprof.bias.counts), divided by the
 -- count of the workload's kind, is that kind's bias; its uncertainty is half the interval's
--- width, plus what the kinds before it contribute. All of this is done in BLOCKS blocks, each
--- kind taking the lower quartile of its blocks' estimates, the kinds before it subtracted at
--- their final values.
+-- width, plus what the kinds before it contribute. All of this is done in BLOCKS blocks, the
+-- kinds before each kind subtracted at their final values.
+--
+-- Only the rounds run at the machine's full speed count. A virtual machine can be slowed by its
+-- host as a whole, by 1.6-1.9 times for stretches of 10 ms to a second (on the bench machine, a
+-- quarter of the time), and in such a stretch every event hides about 23 ns more than at full
+-- speed, whatever its kind (bench/README.md, "Accuracy"): a model measured partly in one would
+-- be a mix of the two machines, different in every run. A probe (prober: a profiled loop of Lua
+-- and C calls) timed before and after each round tells: a round counts when both are within
+-- FULL_SPEED of the probes' fast end (their 1st percentile over the whole calibration). A block
+-- votes with its full-speed rounds if it has MIN_ROUNDS of them, and each kind is the lower
+-- quartile of the blocks that vote; blocks are added (up to MAX_BLOCKS) until each kind has VOTES
+-- of them. When none votes, all blocks do, with all their rounds: a machine slow the whole time
+-- is measured as it is.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -33,6 +45,17 @@ M.WARMUP = 10
 --- Blocks of measurements of every kind: a block that a busy neighbour slowed as a whole (a kind
 --- then measures up to twice its cost, with a narrow interval) is outvoted.
 M.BLOCKS = 5
+--- A round is at full speed when its probes took at most this times the probes' fast end: the
+--- bench machine's full speed spreads over 1.0-1.25 times its fastest probe, a slowed host's
+--- starts at 1.6.
+M.FULL_SPEED = 1.3
+--- Full-speed rounds a block needs to vote.
+M.MIN_ROUNDS = 21
+--- Blocks with a vote each kind needs: more blocks are measured while one lacks them (a slow
+--- stretch of the host can last seconds), up to MAX_BLOCKS in all.
+M.VOTES, M.MAX_BLOCKS = 3, 15
+--- Iterations of the probe's loop: about 15 µs on the bench machine.
+M.PROBE = 60
 --- Calls of each kind by default, and at most.
 M.DEFAULT_CALLS, M.MAX_CALLS = 200000, 10000000
 local Z95 = 1.959964
@@ -44,9 +67,21 @@ local resume, yield, create, wrap = coroutine.resume, coroutine.yield, coroutine
 local function yielder(m) for _ = 1, m do yield() end end
 
 local function nop() end
+-- a binary recursion of depth 10: 177 calls
+local function tree(k)
+  if k < 2 then return k end
+  return tree(k - 1) + tree(k - 2)
+end
 
 local WORK = {
-  lua_call = function(m) for _ = 1, m do nop() end end,
+  -- Half the calls from a flat loop, half from a recursion. A Lua call hides more in a deep,
+  -- branching recursion than in a loop (fib 12.5-13.5 ns, a loop 10-11): the loop alone left
+  -- fib at +5..+23% after calibration, and moved from 10 to 18 ns with the process, the mix
+  -- 11.1-12.8 (8 processes side by side each way; bench/README.md, "Accuracy").
+  lua_call = function(m)
+    for _ = 1, m / 2 do nop() end
+    for _ = 1, m / 354 do tree(10) end
+  end,
   c_call = function(m) for _ = 1, m do nop_c() end end,
   -- the coroutine ends: one left suspended would keep cprof's hook, and later profiles would
   -- find it among their threads
@@ -64,6 +99,75 @@ local WORK = {
     return x
   end,
 }
+
+local function probe_leaf(i)
+  nop_c()
+  return i % 7
+end
+local function probe_work(k)
+  local x = 0
+  for i = 1, k do x = x + probe_leaf(i) end
+  return x
+end
+
+--- prober(p): a function that returns the seconds, by profile p's timer, of a fixed loop of Lua
+--- and C calls run under a profile of its own: the speed now of what a profile does. (A loop of
+--- arithmetic alone missed stretches in which the host slowed calls and cprof's hook, but not
+--- it: bench/README.md, "Accuracy".)
+function M.prober(p)
+  local now, q = core.methods.now, p:sibling(false)
+  q:bias(0)
+  -- timed the second time: the first warms the caches, which the round before left cold
+  return function()
+    q:runcall(probe_work, M.PROBE)
+    local t0 = now(p)
+    q:runcall(probe_work, M.PROBE)
+    return now(p) - t0
+  end
+end
+
+--- fastest(probes): the fast end of a list of probe times, their 1st percentile (the very
+--- fastest may be a glitch of the timer).
+function M.fastest(probes)
+  local s = {}
+  for i, v in ipairs(probes) do s[i] = v end
+  table.sort(s)
+  return s[math.max(1, math.floor(#s / 100))]
+end
+
+--- at_full_speed(speed, fastest): the indices of the rounds whose speed (the slower of the
+--- probes around each) is within FULL_SPEED of `fastest`.
+function M.at_full_speed(speed, fastest)
+  local kept = {}
+  for r, v in ipairs(speed) do
+    if v <= M.FULL_SPEED * fastest then kept[#kept + 1] = r end
+  end
+  return kept
+end
+
+--- pick(t, idx): the elements of list t at the indices idx, in order.
+function M.pick(t, idx)
+  local out = {}
+  for i, r in ipairs(idx) do out[i] = t[r] end
+  return out
+end
+
+--- full_speed(blocks, fastest): the samples that vote, from blocks of rounds { prof = {...},
+--- plain = {...}, speed = {...} }: per block with at least MIN_ROUNDS rounds at full speed
+--- (at_full_speed), { prof, plain } of those rounds; when no block has that many, every block
+--- with all its rounds. The second result says which (true: full speed).
+function M.full_speed(blocks, fastest)
+  local votes = {}
+  for _, b in ipairs(blocks) do
+    local kept = M.at_full_speed(b.speed, fastest)
+    if #kept >= M.MIN_ROUNDS then
+      votes[#votes + 1] = { prof = M.pick(b.prof, kept), plain = M.pick(b.plain, kept) }
+    end
+  end
+  if #votes > 0 then return votes, true end
+  for i, b in ipairs(blocks) do votes[i] = { prof = b.prof, plain = b.plain } end
+  return votes, false
+end
 
 -- The frame of Lua function f in data d.
 local function frame_of(d, f)
@@ -97,10 +201,12 @@ end
 -- to the workload's cumulative time: a profile's first events cost more than the later ones (its
 -- tables are new, the hook measures its own time on each of its first 256 events), and that
 -- start, a few microseconds once per profile, would otherwise be counted in every run, and so in
--- the bias of every event of a long profile.
-local function sample(clock, q, work, m)
+-- the bias of every event of a long profile. Each round's speed is the slower of the probes
+-- before and after it (all of them are added to `probes`).
+local function sample(clock, q, work, m, probe, probes)
   local raw_snapshot, now = core.methods.snapshot, core.methods.now
-  local prof, plain, counts, before = {}, {}, nil, 0
+  local prof, plain, speed, counts, before = {}, {}, {}, nil, 0
+  local last = probe()
   -- the first rounds of a process run slower (caches, the allocator, the hook's first events):
   -- WARMUP rounds are not kept
   for r = 1 - M.WARMUP, M.ROUNDS do
@@ -123,20 +229,25 @@ local function sample(clock, q, work, m)
         end
       end
     end
+    local after = probe()
+    if r > 0 then
+      speed[#speed + 1] = math.max(last, after)
+      probes[#probes + 1] = after
+    end
+    last = after
   end
-  return prof, plain, counts
+  return { prof = prof, plain = plain, speed = speed }, counts
 end
 
--- One block: every kind measured once, each on a fresh profile: per kind, the shift with its
--- interval and the counts of every kind in the workload.
-local function block(p, m)
+-- One block: every kind measured once, each on a fresh profile: per kind, its rounds and the
+-- counts of every kind in the workload.
+local function block(p, m, probe, probes)
   local out = {}
   for _, kind in ipairs(bias.KINDS) do
     local q = p:sibling(kind == "line")
     q:bias(0)
-    local prof, plain, counts = sample(p, q, WORK[kind], m)
-    local est, lo, hi = M.shift(prof, plain)
-    out[kind] = { shift = est, half = (hi - lo) / 2, counts = counts }
+    local rounds, counts = sample(p, q, WORK[kind], m, probe, probes)
+    out[kind] = { rounds = rounds, counts = counts }
   end
   return out
 end
@@ -153,46 +264,70 @@ local function median(t)
   return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
 end
 
--- What disturbs a block (another process, a busy neighbour) only ever adds time, so the blocks'
--- lower quartile, not their median, is the estimate: the second lowest of five.
+-- A disturbance the probe misses only ever adds time: the lower quartile of the votes, not
+-- their median (the second lowest of five).
 local function lower_quartile(t)
   return sorted(t)[math.floor((#t + 3) / 4)]
 end
 
 --- measure(p, n): the model of profile p's timer, each kind measured over about n calls in each
 --- of BLOCKS blocks: { lua_call, c_call, switch, wrap, line = seconds, err = { kind = seconds },
---- confidence = 0.95 }: per kind, the lower quartile of the blocks' estimates, with the median of
---- their uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
+--- confidence = 0.95, probe = seconds, full_speed = the share of rounds that counted, blocks }: per
+--- kind, the lower quartile of the voting blocks' estimates (full_speed), with the median of their
+--- uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
 --- built-in that calls no hook) is 0 with no uncertainty.
 function M.measure(p, n)
   local m = math.max(1, math.ceil(n / M.ROUNDS))
-  local blocks = {}
-  for b = 1, M.BLOCKS do blocks[b] = block(p, m) end
-  local model = { err = {}, confidence = 0.95, source = "calibrate" }
+  local blocks, probes, probe = {}, {}, M.prober(p)
+  local function rounds_of(kind)
+    local r = {}
+    for b, bk in ipairs(blocks) do r[b] = bk[kind].rounds end
+    return r
+  end
+  local function enough()
+    local fastest = M.fastest(probes)
+    for _, kind in ipairs(bias.KINDS) do
+      local votes, full = M.full_speed(rounds_of(kind), fastest)
+      if not full or #votes < M.VOTES then return false end
+    end
+    return true
+  end
+  repeat
+    blocks[#blocks + 1] = block(p, m, probe, probes)
+  until #blocks >= M.BLOCKS and (#blocks >= M.MAX_BLOCKS or enough())
+  local fastest = M.fastest(probes)
+  local model = { err = {}, confidence = 0.95, source = "calibrate", probe = fastest }
+  local counted, all = 0, 0
   -- Each kind less what the kinds before it account for, taken at their final values rather
   -- than at their own block's: a block that measured c_call twice too high would otherwise pass
   -- that on, doubled and with the opposite sign, to switch and wrap (whose round trips hold two
-  -- C calls each), and the lower quartile would pick it there.
+  -- C calls each).
   for _, kind in ipairs(bias.KINDS) do
+    local rounds = rounds_of(kind)
+    local votes, full = M.full_speed(rounds, fastest)
+    -- the counts are those of one run, the same in every block
+    local counts = blocks[1][kind].counts
+    local count, known, known_err = counts[kind], 0, 0
+    for k, c in pairs(counts) do
+      if k ~= kind and model[k] then
+        known = known + model[k] * c
+        known_err = known_err + model.err[k] * c
+      end
+    end
     local est, err = {}, {}
-    for b, bk in ipairs(blocks) do
-      local r = bk[kind]
-      local count = r.counts[kind]
+    for b, v in ipairs(votes) do
+      if full then counted = counted + #v.prof end
       if count > 0 then
-        local known, known_err = 0, 0
-        for k, c in pairs(r.counts) do
-          if k ~= kind and model[k] then
-            known = known + model[k] * c
-            known_err = known_err + model.err[k] * c
-          end
-        end
-        est[b], err[b] = (r.shift - known) / count, (r.half + known_err) / count
+        local shift, lo, hi = M.shift(v.prof, v.plain)
+        est[b], err[b] = (shift - known) / count, ((hi - lo) / 2 + known_err) / count
       else
         est[b], err[b] = 0, 0
       end
     end
+    for _, r in ipairs(rounds) do all = all + #r.prof end
     model[kind], model.err[kind] = lower_quartile(est), median(err)
   end
+  model.full_speed, model.blocks = counted / all, #blocks
   return model
 end
 
