@@ -274,11 +274,11 @@ local SUMMED_META = { total_time = true, tree_folded = true, dropped = true,
                       bias_clamped = true, memory_lost = true, timer_errors = true,
                       memory_allocs = true, memory_bytes = true, memory_frees = true,
                       memory_freed = true, bias_subtracted = true, bias_uncertainty = true,
-                      overhead_estimate = true }
+                      bias_lost = true, overhead_estimate = true }
 
 --- The meta of the sum of two profiles: total_time, tree_folded, dropped, bias_clamped,
 --- memory_lost, timer_errors, the memory totals (memory_allocs, ...) and the overhead
---- (bias_subtracted, bias_uncertainty, overhead_estimate) are summed, the rest comes from `a`
+--- (bias_subtracted, bias_uncertainty, bias_lost, overhead_estimate) are summed, the rest comes from `a`
 --- (from `b` where `a` has nothing), and `merged` counts the profiles.
 function M.merge_meta(a, b)
   args.check(type(a) == "table", a, 1, "merge_meta", "meta table")

@@ -60,12 +60,20 @@ end
 function M.overhead_line(meta, total)
   if type(meta) ~= "table" or type(total) ~= "number" then return nil end
   local sub, unc, est = meta.bias_subtracted, meta.bias_uncertainty, meta.overhead_estimate
-  if type(sub) == "number" and sub ~= 0 then
+  local lost = type(meta.bias_lost) == "number" and meta.bias_lost or 0
+  if type(sub) == "number" and (sub ~= 0 or lost > 0) then
     local raw = total + sub
     local src = type(meta.bias_source) == "string" and meta.bias_source or "set by hand"
     local rest = "its uncertainty is not known"
     if type(unc) == "number" and total > 0 then
       rest = "the rest is uncertain by ±" .. percent(100 * unc / total)
+    end
+    -- A charge larger than its function's time stays in the total, which the uncertainty of
+    -- the model alone would hide (LuaJIT's coroutines: cprof.bias.apply).
+    if lost > 0 and total > 0 then
+      rest = rest .. sformat(", and about %s more of this total is overhead that could not be" ..
+        " subtracted (charged to functions with less time than that)",
+        percent(math.min(100, 100 * lost / total)))
     end
     return sformat("   cprof: calibrated (%s): %s of the measured time was cprof's overhead and" ..
                    " is subtracted; %s", src, raw > 0 and percent(100 * sub / raw) or "-", rest)
