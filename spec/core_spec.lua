@@ -88,6 +88,43 @@ describe("call counts", function()
   end)
 end)
 
+describe("times around built-ins", function()
+  -- LuaJIT sends a call event but no return event for its built-ins: the caller's code after one,
+  -- up to its next event, is the caller's own time, not the built-in's.
+  it("charges a loop's own time to it, not to the C function it calls", function()
+    local floor = math.floor
+    local function work(n) local s = 0 for i = 1, n do s = s + floor(i / 2) end return s end
+    local st = profile(work, 100)
+    local w, f = S.entry_of(st, work), S.find(st, "math.floor")
+    assert.are.equal(100, f.ncalls)
+    -- each tick is one event: Lua 5.4 times the C call from its call to its return (1 tick
+    -- each); LuaJIT's built-in has no return, and no time of its own
+    assert.are.equal(S.jit and 0 or 100, f.tottime)
+    assert.are.equal(101, w.tottime)
+    assert.are.equal(S.jit and 101 or 201, w.cumtime)
+  end)
+
+  it("ends a built-in that calls Lua (pcall) at its callee's return or unwind", function()
+    local function ok() return 1 end
+    local function bad() error("no") end
+    local function work()
+      local s = 0
+      for _ = 1, 10 do s = s + (pcall(ok) and 1 or 0) end
+      for _ = 1, 10 do s = s + (pcall(bad) and 1 or 0) end
+      return s
+    end
+    local st = profile(work)
+    local pc, okf, w = S.find(st, "pcall"), S.entry_of(st, ok), S.entry_of(st, work)
+    assert.are.same({ 20, 10 }, { pc.ncalls, okf.ncalls })
+    S.assert_adds_up(st)
+    -- pcall(ok): on Lua 5.4 pcall has a tick before ok's call and one after ok's return, up to
+    -- its own return; on LuaJIT it ends at ok's return, and the tick after is work's.
+    -- pcall(bad): bad is unwound, found at work's next event, which ends pcall too (both).
+    assert.are.equal(S.jit and 20 or 30, pc.tottime)
+    assert.are.equal(S.jit and 11 or 21, w.tottime)
+  end)
+end)
+
 describe("names", function()
   it("names C functions by their global name and main chunks as <main chunk>", function()
     local st = profile(function()

@@ -29,15 +29,24 @@ static void discard_top(Profiler *P, Stack *st, cprof_ticks now) {
   if (f->first) st->first_head = f->prev_first;
 }
 
-/* Closes the top frame off the common path: unwound, or closed at a switch or at disable(). */
-static void pop(Profiler *P, Stack *st, cprof_ticks now) {
+/* Closes the top frame off the common path: unwound, or closed at a switch or at disable(), at
+   `now`; returns when it closed it. LuaJIT sends no return event for its built-ins: one is found
+   closed at its caller's next event, however long after it returned, so it is closed at its
+   own last event instead, and the rest stays with its caller, whose code it was. That is
+   `last`: its stack's last event before this one (st->last, which the slow paths move to `now`
+   only after closing), or the time a callee above it was just closed at. */
+static cprof_ticks pop(Profiler *P, Stack *st, cprof_ticks now, cprof_ticks last) {
+  const Frame *fr = &st->f[st->n - 1];
+  if (!fr->hidden && P->fns.entries[fr->entry].no_return && last < now) now = last;
   if (P->tracing) eng_trace_return(P, st, now);
   eng_pop(P, st, now);
+  return now;
 }
 
 /* Closes the frames above index `keep` (keep == -1: all of them). */
 static void close_above(Profiler *P, Stack *st, int64_t keep, cprof_ticks now) {
-  while ((int64_t)st->n - 1 > keep) pop(P, st, now);
+  cprof_ticks last = st->last;
+  while ((int64_t)st->n - 1 > keep) last = pop(P, st, now, last);
 }
 
 static int64_t find_frame(const Stack *st, const void *ci) {
@@ -48,6 +57,7 @@ static int64_t find_frame(const Stack *st, const void *ci) {
 
 const Frame *eng_caller_slow(Profiler *P, Stack *st, const void *parent_ci, cprof_ticks now) {
   if (st->n > 0) close_above(P, st, parent_ci ? find_frame(st, parent_ci) : -1, now);
+  st->last = now;
   if (st->n > 0) return &st->f[st->n - 1];
   /* A coroutine's first frame is called by the frame that resumed it. */
   const Stack *r = st->resumer;
@@ -66,10 +76,12 @@ int eng_call(Profiler *P, Stack *st, const void *ci, const void *parent_ci, uint
 }
 
 void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
-  if (st->n == 0) return;
-  int64_t at = find_frame(st, ci);
-  close_above(P, st, at, now);
-  if (at >= 0) pop(P, st, now);
+  if (st->n > 0) {
+    int64_t at = find_frame(st, ci);
+    close_above(P, st, at, now);
+    if (at >= 0) pop(P, st, now, now);
+  }
+  st->last = now;
 }
 
 int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {

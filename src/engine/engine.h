@@ -146,14 +146,17 @@ static inline void eng_trace_return(Profiler *P, const Stack *st, cprof_ticks no
 
 /* The frame that makes a call in activation `parent_ci` (NULL: none in this thread) at `now`:
    the top of st, or, for a coroutine's first frame, the top of the stack that resumed it; NULL
-   for a root call. Frames above the caller's are stale (unwound by an error, or replaced by a
-   tail call) and are closed first. */
+   for a root call. Frames above the caller's are stale (unwound by an error, replaced by a
+   tail call, or a LuaJIT built-in, which sends no return event) and are closed first. The slow
+   paths set st->last to `now` only after closing them (a built-in closes at its last event). */
 const Frame *eng_caller_slow(Profiler *P, Stack *st, const void *parent_ci, cprof_ticks now);
 
 static inline const Frame *eng_caller(Profiler *P, Stack *st, const void *parent_ci,
                                       cprof_ticks now) {
-  st->last = now;
-  if (st->n > 0 && st->f[st->n - 1].ci == parent_ci) return eng_real(&st->f[st->n - 1]);
+  if (st->n > 0 && st->f[st->n - 1].ci == parent_ci) {
+    st->last = now;
+    return eng_real(&st->f[st->n - 1]);
+  }
   return eng_real(eng_caller_slow(P, st, parent_ci, now));
 }
 
@@ -170,8 +173,8 @@ void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
 static inline __attribute__((always_inline)) void eng_return(Profiler *P, Stack *st,
                                                              const void *ci, cprof_ticks now,
                                                              int traced) {
-  st->last = now;
   if (st->n > 0 && st->f[st->n - 1].ci == ci) {
+    st->last = now;
     if (traced) eng_trace_return(P, st, now);
     eng_pop(P, st, now);
   } else {

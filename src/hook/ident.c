@@ -242,6 +242,28 @@ static int call_site_name(lua_State *L, lua_Debug *ar) {
   return lua_getinfo(L, "n", ar) && ar->name;
 }
 
+/* Whether the function on top of L is coroutine.resume or coroutine.yield, read raw from the
+   library's table (the program may have replaced the globals). */
+static int is_coroutine_fn(lua_State *L) {
+  static const char *const names[] = {"resume", "yield"};
+  int yes = 0;
+  if (!lua_checkstack(L, 3)) return 0;
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  if (lua_istable(L, -1)) {
+    lua_pushliteral(L, "coroutine");
+    lua_rawget(L, -2);
+    for (int i = 0; i < 2 && lua_istable(L, -1) && !yes; i++) {
+      lua_pushstring(L, names[i]);
+      lua_rawget(L, -2);
+      yes = lua_rawequal(L, -1, -4);
+      lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+  }
+  lua_pop(L, 1);
+  return yes;
+}
+
 /* A new entry for the function a call event calls, whose "S" information `ar` holds: a Lua
    function of `chunk`, or C function `cfunc`. It is named by the call site when it can be. */
 static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t chunk,
@@ -256,6 +278,8 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   en->internal = (uint8_t)is_internal(L, &own);
   /* cprof's C methods that its Lua wrappers replaced: only an upvalue holds them. */
   if (own) fn_set_name(F, e, own, NAME_GLOBAL);
+  en->no_return = (uint8_t)(cfunc && cfunc != &WRAP_MARK && !lua_tocfunction(L, -1) &&
+                            !is_coroutine_fn(L));
   lua_pop(L, 1);
   for (int i = 0; cfunc && i < NLIB; i++)
     if (lib_fns[i].f == cfunc) fn_set_name(F, e, lib_fns[i].name, NAME_GLOBAL);

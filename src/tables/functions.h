@@ -46,6 +46,7 @@ typedef struct Entry {
   uint8_t def_read;  /* Lua: its defining source line was looked at (hook/defname.h) */
   uint8_t filter;    /* FILTER_*: whether the profile's record-time filters keep it */
   uint8_t lines;     /* FILTER_IN: it is one of the functions chosen for line events */
+  uint8_t no_return; /* a LuaJIT built-in (not the coroutine switches): no return event comes */
 } Entry;
 
 /* Entry.filter: decided on the first call of the function (hook/ident.c). */
