@@ -441,7 +441,7 @@ static int l_gc(lua_State *L) {
 
 static int l_mark_internal(lua_State *L) {
   luaL_checktype(L, 1, LUA_TFUNCTION);
-  ident_mark_internal(L, 1, luaL_optstring(L, 2, NULL));
+  ident_mark_internal(L, 1, NULL);
   return 0;
 }
 

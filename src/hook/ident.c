@@ -52,11 +52,9 @@ static LibFn lib_fns[NLIB] = {{NULL, "ipairs iterator"},
                               {NULL, "utf8.codes iterator"},
                               {NULL, "io.lines iterator"}};
 
-/* Calls library function _LOADED[mod][fn] with arguments described by `args` ('t' an empty
-   table, 's' an empty string) and learns the C function it returns first as lib_fns[i]. The
-   library's own tables are read raw, and a function the program replaced is not called. */
-static void learn(lua_State *L, const char *mod, const char *fn, const char *args, int i) {
-  int top = lua_gettop(L);
+/* Pushes library function _LOADED[mod][fn], read raw (the program may have replaced its
+   globals), or a value that is no function; the caller restores the stack's top. Uses 3 slots. */
+static void push_lib_fn(lua_State *L, const char *mod, const char *fn) {
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
   if (lua_istable(L, -1)) {
     lua_pushstring(L, mod);
@@ -66,6 +64,14 @@ static void learn(lua_State *L, const char *mod, const char *fn, const char *arg
     lua_pushstring(L, fn);
     lua_rawget(L, -2);
   }
+}
+
+/* Calls library function _LOADED[mod][fn] with arguments described by `args` ('t' an empty
+   table, 's' an empty string) and learns the C function it returns first as lib_fns[i]. A
+   function the program replaced is not called. */
+static void learn(lua_State *L, const char *mod, const char *fn, const char *args, int i) {
+  int top = lua_gettop(L);
+  push_lib_fn(L, mod, fn);
   if (lua_iscfunction(L, -1)) {
     int n = 0;
     for (; args[n]; n++) {
@@ -242,25 +248,15 @@ static int call_site_name(lua_State *L, lua_Debug *ar) {
   return lua_getinfo(L, "n", ar) && ar->name;
 }
 
-/* Whether the function on top of L is coroutine.resume or coroutine.yield, read raw from the
-   library's table (the program may have replaced the globals). */
+/* Whether the function on top of L is the library's coroutine.resume or coroutine.yield. */
 static int is_coroutine_fn(lua_State *L) {
-  static const char *const names[] = {"resume", "yield"};
-  int yes = 0;
+  int top = lua_gettop(L), yes = 0;
   if (!lua_checkstack(L, 3)) return 0;
-  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
-  if (lua_istable(L, -1)) {
-    lua_pushliteral(L, "coroutine");
-    lua_rawget(L, -2);
-    for (int i = 0; i < 2 && lua_istable(L, -1) && !yes; i++) {
-      lua_pushstring(L, names[i]);
-      lua_rawget(L, -2);
-      yes = lua_rawequal(L, -1, -4);
-      lua_pop(L, 1);
-    }
-    lua_pop(L, 1);
+  for (int i = 0; i < 2 && !yes; i++) {
+    push_lib_fn(L, "coroutine", i ? "yield" : "resume");
+    yes = lua_rawequal(L, -1, top);
+    lua_settop(L, top);
   }
-  lua_pop(L, 1);
   return yes;
 }
 

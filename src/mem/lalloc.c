@@ -371,13 +371,17 @@ ALWAYS slab *slab_at(chunk *ch, uint32_t w) {
   return (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
 }
 
-/* The same, ch the chunk of p: the slab and the slot come from the map word, which a free
-   reads anyway. */
+/* The type slot and the slab (NULL: a large block) of a block whose page in chunk ch has map
+   word w: both from the word, which a free reads anyway. */
+ALWAYS unsigned slot_at(uint32_t w) {
+  /* a cache's number is slot * LA_NCLASS + class */
+  return w & MAP_LARGE ? MAP_LARGE_TYPE(w) : MAP_SLAB_ID(w) / LA_NCLASS;
+}
+ALWAYS slab *slab_or_none(chunk *ch, uint32_t w) { return w & MAP_LARGE ? NULL : slab_at(ch, w); }
+
+/* note(), ch the chunk of p and w the map word of its page. */
 ALWAYS void note_at(lalloc *h, int ev, void *p, size_t n, chunk *ch, uint32_t w) {
-  if (w & MAP_LARGE)
-    note(h, ev, p, n, MAP_LARGE_TYPE(w), NULL, w);
-  else  /* a cache's number is slot * LA_NCLASS + class */
-    note(h, ev, p, n, MAP_SLAB_ID(w) / LA_NCLASS, slab_at(ch, w), w);
+  note(h, ev, p, n, slot_at(w), slab_or_none(ch, w), w);
 }
 
 ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
@@ -393,8 +397,7 @@ NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) {
   if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
   chunk *ch = chunk_of(p);
   uint32_t w = ch->map[chunk_page(p)];
-  if (UNLIKELY(w & MAP_LARGE)) memattr_note_alloc(m, node, p, n, (int)MAP_LARGE_TYPE(w), NULL, w);
-  else memattr_note_alloc(m, node, p, n, (int)(MAP_SLAB_ID(w) / LA_NCLASS), slab_at(ch, w), w);
+  memattr_note_alloc(m, node, p, n, (int)slot_at(w), slab_or_none(ch, w), w);
   return p;
 }
 
