@@ -269,6 +269,47 @@ describe("coroutines", function()
     assert.are.equal(S.entry_of(st, consumer).cumtime, S.total_tt(st))
   end)
 
+  it("gives a coroutine its work after a yield, and the resumer its work after a resume", function()
+    -- LuaJIT sends no event when either goes on after a switch: a resume, a yield and a call of
+    -- a function made by coroutine.wrap end at the switch, dated at the last event before it.
+    -- Each tick is one event; Lua 5.4 has more (the switches' returns): the same shares.
+    local function body()
+      for _ = 1, 3 do
+        coroutine.yield()
+        for _ = 1, 5 do tick() end
+      end
+    end
+    local function driver(resume)
+      for _ = 1, 4 do
+        resume()
+        for _ = 1, 7 do tick() end
+      end
+    end
+    for _, how in ipairs({ "resume", "wrap" }) do
+      local st = profile(function()
+        local co = coroutine.create(body)
+        local step = coroutine.wrap(body)
+        driver(how == "resume" and function() coroutine.resume(co) end or step)
+      end)
+      local b, d = S.entry_of(st, body), S.entry_of(st, driver)
+      -- per resumption, 1 tick up to the first tick(), 4 between them, 1 after the last; and
+      -- 1 before the first yield
+      assert.are.equal(19, b.tottime, how)
+      assert.are.equal(0, S.find(st, "coroutine.yield").tottime, how)
+      -- per call, 1 tick from the switch back up to the first tick(), 6 around the others and
+      -- after them; and 5 more around its calls and return
+      assert.are.equal(33, d.tottime, how)
+      -- the switch's own ticks: on LuaJIT, the first call's tick before the body's call; on
+      -- Lua 5.4, one from each call to the switch and one from the switch back to the return
+      local sw = S.find(st, "coroutine.resume")
+      if how == "wrap" then
+        for _, e in ipairs(st.entries) do if e.name:find("^wrap%(") then sw = e end end
+      end
+      assert.are.equal(S.jit and 1 or 8, sw.tottime, how)
+      S.assert_adds_up(st)
+    end
+  end)
+
   it("profiles coroutine.wrap generators", function()
     local function gen() for i = 1, 2 do coroutine.yield(i) end end
     local st = profile(function() local g = coroutine.wrap(gen) g() g() end)

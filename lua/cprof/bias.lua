@@ -20,7 +20,9 @@
 -- Where each cost lands: half of a call's cost falls before the hook reads the clock (in the
 -- caller's time), half after (in the callee's), and the same for its return, so a call charges
 -- half its kind's bias to the caller's own time and half to the callee's; a switch or a wrap
--- round trip is charged to the resuming function's frame, a line event to its function. A
+-- round trip is charged to the resuming function's frame (on LuaJIT, whose resume ends at the
+-- switch, docs/SEMANTICS.md: half to the frame that called it, half where the coroutine went
+-- on; counts below), a line event to its function. A
 -- cumulative time holds, per outermost activation, half its own call, and every call, round
 -- trip and line beneath it in full: found exactly in the call tree, where recursion is folded so
 -- that a function's nodes are its outermost activations (line events are shared among a
@@ -156,6 +158,13 @@ local function zeros(n)
   return t
 end
 
+-- Whether data `d` was profiled on LuaJIT, where a coroutine switch's frame ends at the switch
+-- and the round trip's cost lands around it, in the frame that resumed and in the coroutine.
+local function on_luajit(d)
+  local v = type(d.meta) == "table" and d.meta.lua_version
+  return type(v) == "string" and v:find("^LuaJIT") ~= nil
+end
+
 --- counts(d): how many events of each kind each frame and each tree node holds, in units of the
 --- model (a call's two halves are 0.5 each):
 ---   { frame_own = {kind → column}, frame_cum = ..., node_own = ..., node_cum = ... }
@@ -164,6 +173,7 @@ function M.counts(d)
   local frames, edges, nodes = d.frames, d.edges or { n = 0 }, d.nodes or { n = 0 }
   local nf, nn = frames.n, nodes.n or 0
   local fown, nown, ncum = zeros(nf), zeros(nn), zeros(nn)
+  local on_jit = on_luajit(d)
 
   local trips, hits = {}, {}
   for i = 1, nf do
@@ -181,13 +191,17 @@ function M.counts(d)
   for i = 1, nf do
     local k = kind_of(frames, i)
     fown[k][i] = fown[k][i] + 0.5 * frames.ncalls[i]
-    if trips[i] then fown[trips[i]][i] = frames.ncalls[i] end
+    if trips[i] and not on_jit then fown[trips[i]][i] = frames.ncalls[i] end
     fown.line[i] = hits[i]
   end
   for e = 1, edges.n do
-    local c = edges.caller[e]
-    local k = kind_of(frames, edges.callee[e])
+    local c, g = edges.caller[e], edges.callee[e]
+    local k = kind_of(frames, g)
     fown[k][c] = fown[k][c] + 0.5 * edges.ncalls[e]
+    -- LuaJIT without a call tree: the coroutine's half cannot be placed; all to the resumer
+    if trips[g] and on_jit and nn == 0 then
+      fown[trips[g]][c] = fown[trips[g]][c] + edges.ncalls[e]
+    end
   end
 
   -- Nodes: calls received, recursion folded into the node (made by it), calls its children
@@ -197,13 +211,43 @@ function M.counts(d)
     local f = nodes.frame[n]
     fcalls[f] = (fcalls[f] or 0) + nodes.ncalls[n]
   end
+  local function trip_at(k, n, x)
+    nown[k][n] = nown[k][n] + x
+    if on_jit then fown[k][nodes.frame[n]] = fown[k][nodes.frame[n]] + x end
+  end
+  -- First, so that a parent has its children's round trips before its sums below. On LuaJIT
+  -- half of a round trip is in the frame that called the resume (after the switch back), half
+  -- where the coroutine went on: in its frame that called the yield it went on from, the switch
+  -- being of the kind of the nearest one above that yield in the tree (a coroutine's body is a
+  -- child of the frame that first resumed it), or, when it started, in that first resume.
+  local starts = {}
+  if on_jit then
+    for n = 1, nn do
+      local p = nodes.parent[n]
+      if p ~= 0 then starts[p] = (starts[p] or 0) + nodes.ncalls[n] end
+    end
+  end
+  for n = 1, nn do
+    local f = nodes.frame[n]
+    local parent = nodes.parent[n]
+    local trips_here = trips[f] and fcalls[f] > 0 and frames.ncalls[f] * nodes.ncalls[n] / fcalls[f]
+    if trips_here and not on_jit then
+      trip_at(trips[f], n, trips_here)
+    elseif trips_here then
+      if parent ~= 0 then trip_at(trips[f], parent, 0.5 * trips_here) end
+      if starts[n] then trip_at(trips[f], n, 0.5 * starts[n]) end
+    elseif on_jit and parent ~= 0 and frames.kind[f] == "C" and frames.name[f] == "coroutine.yield" then
+      local a = parent
+      while a ~= 0 and not trips[nodes.frame[a]] do a = nodes.parent[a] end
+      if a ~= 0 then trip_at(trips[nodes.frame[a]], parent, 0.5 * nodes.ncalls[n]) end
+    end
+  end
   for n = 1, nn do
     local f = nodes.frame[n]
     local k = kind_of(frames, f)
     local nc, pc = nodes.ncalls[n], nodes.pcalls[n]
     nown[k][n] = nown[k][n] + 0.5 * nc + 0.5 * (nc - pc)
     local share = fcalls[f] > 0 and nc / fcalls[f] or 0
-    if trips[f] then nown[trips[f]][n] = frames.ncalls[f] * share end
     nown.line[n] = hits[f] * share
     local p = nodes.parent[n]
     if p ~= 0 then nown[k][p] = nown[k][p] + 0.5 * nc end
@@ -284,9 +328,8 @@ local TIME_TIMERS = { tsc = true, monotonic = true, cpu = true, thread = true }
 --- bias_uncertainty, seconds); data with no bias gets the estimate of what it holds
 --- (overhead_estimate, seconds, from TYPICAL) when its timer measures time. What the model
 --- charged to functions whose own time was less (shown as 0) is not subtracted: bias_lost,
---- seconds of overhead the total still holds by the model. On LuaJIT a coroutine's switches and
---- its work between two yields land in the frame that resumed it, not where the model charges
---- them (docs/MANUAL.md, "Calibration"): much of their cost then shows as bias_lost.
+--- seconds of overhead the total still holds by the model. On LuaJIT, where a switch's cost
+--- lands is split by assumption (half before, half after), which may leave some as bias_lost.
 function M.apply(d, bias)
   profdata.check(d)
   local meta = copy(type(d.meta) == "table" and d.meta or {})

@@ -2,6 +2,7 @@
    the stack for the caller, coroutine switches, which touch the marked frames of two stacks,
    and closing everything at disable(). */
 #include "engine/engine.h"
+#include "util/compat.h"
 #include "util/luapriv.h"
 
 uint32_t eng_search(const Stack *st, uint32_t rec, int bit) {
@@ -37,7 +38,7 @@ static void discard_top(Profiler *P, Stack *st, cprof_ticks now) {
    only after closing), or the time a callee above it was just closed at. */
 static cprof_ticks pop(Profiler *P, Stack *st, cprof_ticks now, cprof_ticks last) {
   const Frame *fr = &st->f[st->n - 1];
-  if (!fr->hidden && P->fns.entries[fr->entry].no_return && last < now) now = last;
+  if (!fr->hidden && P->fns.entries[fr->entry].no_return == NR_BUILTIN && last < now) now = last;
   if (P->tracing) eng_trace_return(P, st, now);
   eng_pop(P, st, now);
   return now;
@@ -153,8 +154,29 @@ static cprof_ticks coroutine_time(Stack *st, cprof_ticks until) {
   return d;
 }
 
+/* Whether the top frame of st is a LuaJIT coroutine switch: resume, yield or a call of a
+   function made by coroutine.wrap, none of which sends a return event. */
+static int switch_on_top(const Profiler *P, const Stack *st) {
+  if (COMPAT_ALL_RETURN) return 0;
+  const Frame *fr = st->n > 0 ? &st->f[st->n - 1] : NULL;
+  return fr && !fr->hidden && P->fns.entries[fr->entry].no_return == NR_SWITCH;
+}
+
+/* A LuaJIT switch's frame ends at the switch, `at` by st's clock: a yield at its own call (a
+   suspended stack's clock was stopped then), a resume when its coroutine's last event came. */
+static void close_switch(Profiler *P, Stack *st, cprof_ticks at) {
+  pop(P, st, at, at);
+  st->last = at;
+}
+
 int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
   int dead = 0;
+  /* LuaJIT sends no event when a resumed coroutine goes on after its yield, nor when its
+     resumer goes on after the resume: the switch is found at the next event of the thread
+     switched to, however long after. It happened at the last event of the thread switched
+     from (its resume's or yield's call, or the coroutine's return), so it is dated there: the
+     coroutine's work after its yield is its own, and so is the resumer's after the resume. */
+  cprof_ticks at = from && switch_on_top(P, from) ? from->last : now;
   if (from) {
     int status = lua_status(from->L);
 #if LUAPRIV_KNOWN
@@ -165,9 +187,11 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
       /* Control came back: all the coroutine did is the resumer's callee time. */
       cprof_ticks d = coroutine_time(from, from->last);
       if (to->n > 0) to->f[to->n - 1].subt += d;
+      if (switch_on_top(P, to)) close_switch(P, to, from->last);
     } else if (status == LUA_OK && from->n > 0) {
       to->resumer = from;  /* `from` is still running, so it resumed `to` */
-      to->switch_in = now;
+      /* (a new coroutine's first event is its body's call: nothing of it ran before) */
+      to->switch_in = to->n > 0 ? at : now;
     }
     if (back || status != LUA_OK) from->resumer = NULL;
     if (status == LUA_YIELD) {
@@ -177,7 +201,8 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
       eng_close_all(P, from, from->last);
     }
   }
-  if (to->suspended) resume(P, to, now);
+  if (to->suspended) resume(P, to, at);
+  if (at != now && switch_on_top(P, to)) close_switch(P, to, at);
   return dead;
 }
 

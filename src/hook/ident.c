@@ -274,8 +274,9 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   en->internal = (uint8_t)is_internal(L, &own);
   /* cprof's C methods that its Lua wrappers replaced: only an upvalue holds them. */
   if (own) fn_set_name(F, e, own, NAME_GLOBAL);
-  en->no_return = (uint8_t)(cfunc && cfunc != &WRAP_MARK && !lua_tocfunction(L, -1) &&
-                            !is_coroutine_fn(L));
+  /* LuaJIT's built-ins have no C function to give (Lua 5.4's C functions all have one). */
+  if (cfunc && !lua_tocfunction(L, -1))
+    en->no_return = cfunc == &WRAP_MARK || is_coroutine_fn(L) ? NR_SWITCH : NR_BUILTIN;
   lua_pop(L, 1);
   for (int i = 0; cfunc && i < NLIB; i++)
     if (lib_fns[i].f == cfunc) fn_set_name(F, e, lib_fns[i].name, NAME_GLOBAL);
@@ -372,7 +373,11 @@ static uint32_t wrap_entry(Profiler *P, lua_State *L, lua_State **co) {
        as a Lua function of line -1. */
     uint32_t c = b.linedefined < 0 ? IDX_NONE : chunk_of(F, &b, b.source, 0);
     e = c == IDX_NONE ? IDX_NONE : fn_find_entry(F, c, b.linedefined, &WRAP_MARK);
-    if (c != IDX_NONE && e == IDX_NONE) e = fn_add(F, c, b.linedefined, &WRAP_MARK, KIND_C);
+    if (c != IDX_NONE && e == IDX_NONE) {
+      e = fn_add(F, c, b.linedefined, &WRAP_MARK, KIND_C);
+      /* LuaJIT's is a built-in (it has no C function to give), which sends no return event */
+      if (e != IDX_NONE && !lua_tocfunction(L, top)) F->entries[e].no_return = NR_SWITCH;
+    }
     if (e != IDX_NONE && !F->entries[e].name) {
       const char *file = F->chunks[c].file;
       size_t len = strlen(file) + 32;

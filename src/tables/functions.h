@@ -46,8 +46,13 @@ typedef struct Entry {
   uint8_t def_read;  /* Lua: its defining source line was looked at (hook/defname.h) */
   uint8_t filter;    /* FILTER_*: whether the profile's record-time filters keep it */
   uint8_t lines;     /* FILTER_IN: it is one of the functions chosen for line events */
-  uint8_t no_return; /* a LuaJIT built-in (not the coroutine switches): no return event comes */
+  uint8_t no_return; /* NR_*: a LuaJIT built-in, for which no return event comes */
 } Entry;
+
+/* Entry.no_return. A LuaJIT built-in closes at its own last event; coroutine.resume, yield and
+   a function made by coroutine.wrap close where control passes between the threads
+   (engine/engine.c). */
+enum { NR_NONE, NR_BUILTIN, NR_SWITCH };
 
 /* Entry.filter: decided on the first call of the function (hook/ident.c). */
 enum { FILTER_UNDECIDED, FILTER_IN, FILTER_OUT };

@@ -59,6 +59,8 @@ static inline void lua_rawsetp(lua_State *L, int t, const void *p) {
    CallInfo. Lua 5.4 hooks are per thread. */
 #define COMPAT_CI(ar) ((const void *)(ar).i_ci)
 #define COMPAT_PER_THREAD_HOOKS 1
+/* Every function's call is followed by its return event (LuaJIT's built-ins send none). */
+#define COMPAT_ALL_RETURN 1
 #else
 /* LuaJIT: i_ci is the frame's offset in the thread's stack (lua_getstack adds the frame size
    in the high bits); its hook is one for all threads. A vararg function's frame moves up the
@@ -66,6 +68,7 @@ static inline void lua_rawsetp(lua_State *L, int t, const void *p) {
    thread: a call it makes (its offset is that call's parent) or its own return (hook.c). */
 #define COMPAT_CI(ar) ((const void *)(intptr_t)((ar).i_ci & 0xffff))
 #define COMPAT_PER_THREAD_HOOKS 0
+#define COMPAT_ALL_RETURN 0
 #endif
 
 /* The length of ar->source (lua_getinfo "S"). */
