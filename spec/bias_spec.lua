@@ -397,7 +397,7 @@ describe("calibrate", function()
     local out, err, status = S.run_lua([[
       local cprof = require "cprof"
       local calibrate = require "cprof.calibrate"
-      calibrate.MIN_ROUNDS, calibrate.MAX_BLOCKS = calibrate.ROUNDS + 1, 7
+      calibrate.MIN_ROUNDS, calibrate.MAX_BLOCKS = math.huge, 7
       local m = cprof.Profile { timer = "counter" }:calibrate(1000)
       print(("%d %g %s"):format(m.blocks, m.full_speed, tostring(m.lua_call > 0)))
     ]])
@@ -442,6 +442,39 @@ describe("calibrate", function()
     local est, lo, hi = calibrate.shift(x, y)
     assert.are.equal(10, est)
     assert.is_true(lo <= 10 and hi >= 10 and hi - lo < 15)
+  end)
+
+  it("selects the shift and its bounds among the pairs, as sorting all of them would", function()
+    local function by_sort(x, y)
+      local d = {}
+      for i = 1, #x do
+        for j = 1, #y do d[#d + 1] = x[i] - y[j] end
+      end
+      table.sort(d)
+      local n = #d
+      local k = math.floor(n / 2 - 1.959964 * math.sqrt(n * (#x + #y + 1) / 12))
+      if k < 0 then k = 0 end
+      return { n % 2 == 1 and d[(n + 1) / 2] or (d[n / 2] + d[n / 2 + 1]) / 2, d[k + 1], d[n - k] }
+    end
+    -- sizes odd and even, from one element; many ties (values 0..3), distinct values, and times
+    -- of microseconds (multiples of 2^-30, so that every difference is exact)
+    local seed = 12345
+    local function rand(n)
+      seed = (seed * 1103515245 + 12345) % 2147483648
+      return seed % n
+    end
+    local shapes = {
+      function() return rand(4) end,
+      function() return rand(1000000) end,
+      function() return (200000 + rand(20000)) / 2 ^ 30 end,
+    }
+    for trial = 1, 60 do
+      local value = shapes[trial % 3 + 1]
+      local x, y = {}, {}
+      for i = 1, 1 + rand(30) do x[i] = value() end
+      for i = 1, 1 + rand(30) do y[i] = value() end
+      assert.are.same(by_sort(x, y), { calibrate.shift(x, y) }, "trial " .. trial)
+    end
   end)
 end)
 

@@ -4,11 +4,12 @@
 -- binary recursion, half of the calls each (lua_call), a loop calling a C function (c_call),
 -- resuming a coroutine that yields (switch), calling a function made by coroutine.wrap whose
 -- body yields (wrap), a loop of line events in a profile with lines on (line). A workload runs
--- ROUNDS times unprofiled, timed with the profile's timer, and as many times under a profile of
--- the same timer, the two interleaved (in alternating order) so that a busy moment of a shared
--- machine hits both alike.
+-- ROUNDS times unprofiled (C calls and coroutines SPLIT times as often, each run as many times
+-- shorter), timed with the profile's timer, and as many times under a profile of the same timer,
+-- the two interleaved (in alternating order) so that a busy moment of a shared machine hits both
+-- alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
--- their Hodges–Lehmann estimate, the median of the ROUNDS² pairwise differences profiled −
+-- their Hodges–Lehmann estimate, the median of all pairwise differences profiled −
 -- unprofiled, which a few disturbed runs do not move; its 95% confidence interval comes from the
 -- same sorted differences (the Mann–Whitney bounds). The shift, less what the kinds measured
 -- before account for (the profiles' own counts of each kind, cprof.bias.counts), divided by the
@@ -38,8 +39,16 @@ local core = require("cprof.version").core()
 
 local M = {}
 
---- Rounds of a block for each kind: one unprofiled and one profiled run each.
+--- Rounds of a block for each kind (SPLIT: some have more): one unprofiled and one profiled run
+--- each.
 M.ROUNDS = 101
+--- Kinds measured in SPLIT[kind] times as many rounds, each SPLIT[kind] times shorter: a C call
+--- hides about -4 ns of its 20, a coroutine round trip about 10 of its 95, and their profiled
+--- runs vary by about 8% from one to the next (the unprofiled ones by 0.5-2%), in proportion to
+--- their length. Longer runs left the interval as it was; shorter ones narrow it with the square
+--- root of their number: +-2.0-2.8 ns became +-1.1-1.4 for 7% more time (bench/README.md,
+--- "Accuracy").
+M.SPLIT = { c_call = 2, switch = 3, wrap = 3 }
 --- Rounds run first and not kept.
 M.WARMUP = 10
 --- Blocks of measurements of every kind: a block that a busy neighbour slowed as a whole (a kind
@@ -180,22 +189,69 @@ local function frame_of(d, f)
   end
 end
 
---- Hodges–Lehmann: the median of x[i] - y[j] over all pairs, and its 95% confidence interval.
-function M.shift(x, y)
-  local d = {}
-  for i = 1, #x do
-    for j = 1, #y do d[#d + 1] = x[i] - y[j] end
-  end
-  table.sort(d)
-  local n = #d
-  local med = n % 2 == 1 and d[(n + 1) / 2] or (d[n / 2] + d[n / 2 + 1]) / 2
-  local n1, n2 = #x, #y
-  local k = math.floor(n1 * n2 / 2 - Z95 * math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12))
-  if k < 0 then k = 0 end
-  return med, d[k + 1], d[n - k]
+local function sorted(t)
+  local s = {}
+  for i, v in ipairs(t) do s[i] = v end
+  table.sort(s)
+  return s
 end
 
--- One kind: the workload `m` calls long, ROUNDS times each way. Returns the profiled and
+-- How many of the differences xs[i] - ys[j] (both lists sorted) are at most t: as xs[i] grows,
+-- so does the least ys[j] that counts, so one pass over each list does.
+local function at_most(xs, ys, t)
+  local n, j, m = 0, 1, #ys
+  for i = 1, #xs do
+    local least = xs[i] - t
+    while j <= m and ys[j] < least do j = j + 1 end
+    n = n + m - j + 1
+  end
+  return n
+end
+
+-- The k-th smallest difference xs[i] - ys[j] (sorted lists), without making the #xs * #ys of
+-- them: bisection on the value, keeping fewer than k differences at most lo and k or more at
+-- most hi, until exactly k - 1 are at most lo or no float lies between the two; the answer is
+-- then the least difference above lo.
+local function kth(xs, ys, k)
+  local lo, hi = xs[1] - ys[#ys], xs[#xs] - ys[1]
+  if k <= 1 or hi == lo then return lo end
+  lo = lo - (hi - lo)
+  while true do
+    local mid = lo + (hi - lo) / 2
+    if mid <= lo or mid >= hi then break end
+    local c = at_most(xs, ys, mid)
+    if c >= k then
+      hi = mid
+    else
+      lo = mid
+      if c == k - 1 then break end
+    end
+  end
+  local best, j, m = math.huge, 1, #ys
+  for i = 1, #xs do
+    -- the largest ys[j] whose difference is above lo: the least one of this xs[i]
+    local bound = xs[i] - lo
+    while j <= m and ys[j] < bound do j = j + 1 end
+    if j > 1 and xs[i] - ys[j - 1] < best then best = xs[i] - ys[j - 1] end
+  end
+  return best
+end
+
+--- Hodges–Lehmann: the median of x[i] - y[j] over all pairs, and its 95% confidence interval,
+--- selected among the pairs rather than sorted: the coroutines' 303 rounds make 91,809 pairs, a
+--- sort of which took 65 ms.
+function M.shift(x, y)
+  local xs, ys = sorted(x), sorted(y)
+  local n1, n2 = #xs, #ys
+  local n = n1 * n2
+  local med = n % 2 == 1 and kth(xs, ys, (n + 1) / 2)
+              or (kth(xs, ys, n / 2) + kth(xs, ys, n / 2 + 1)) / 2
+  local k = math.floor(n1 * n2 / 2 - Z95 * math.sqrt(n1 * n2 * (n1 + n2 + 1) / 12))
+  if k < 0 then k = 0 end
+  return med, kth(xs, ys, k + 1), kth(xs, ys, n - k)
+end
+
+-- One kind: the workload `m` calls long, `rounds` times each way. Returns the profiled and
 -- unprofiled seconds and the counts of each kind inside the workload's cumulative time (of one
 -- run). The profiled runs follow each other in one profile, each measured by how much it added
 -- to the workload's cumulative time: a profile's first events cost more than the later ones (its
@@ -203,13 +259,13 @@ end
 -- start, a few microseconds once per profile, would otherwise be counted in every run, and so in
 -- the bias of every event of a long profile. Each round's speed is the slower of the probes
 -- before and after it (all of them are added to `probes`).
-local function sample(clock, q, work, m, probe, probes)
+local function sample(clock, q, work, m, rounds, probe, probes)
   local raw_snapshot, now = core.methods.snapshot, core.methods.now
   local prof, plain, speed, counts, before = {}, {}, {}, nil, 0
   local last = probe()
   -- the first rounds of a process run slower (caches, the allocator, the hook's first events):
   -- WARMUP rounds are not kept
-  for r = 1 - M.WARMUP, M.ROUNDS do
+  for r = 1 - M.WARMUP, rounds do
     for pass = 1, 2 do
       if (pass == 1) == (r % 2 == 1) then
         local t0 = now(clock)
@@ -246,17 +302,12 @@ local function block(p, m, probe, probes)
   for _, kind in ipairs(bias.KINDS) do
     local q = p:sibling(kind == "line")
     q:bias(0)
-    local rounds, counts = sample(p, q, WORK[kind], m, probe, probes)
+    local split = M.SPLIT[kind] or 1
+    local rounds, counts = sample(p, q, WORK[kind], math.max(1, math.floor(m / split)),
+                                  M.ROUNDS * split, probe, probes)
     out[kind] = { rounds = rounds, counts = counts }
   end
   return out
-end
-
-local function sorted(t)
-  local s = {}
-  for i, v in ipairs(t) do s[i] = v end
-  table.sort(s)
-  return s
 end
 
 local function median(t)
