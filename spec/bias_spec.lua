@@ -569,3 +569,67 @@ describe("the kept calibration", function()
     assert.are.equal("none\ttrue", out:match("^[^\n]*"))
   end)
 end)
+
+describe("the bias on a trace", function()
+  local function traced(f)
+    local p = cprof.Profile { timer = "counter", trace = true, bias = MODEL }
+    p:runcall(f)
+    return p:snapshot(), p:report_data()
+  end
+
+  it("takes each event's share off the times after it", function()
+    local function leaf() end
+    local function root() for _ = 1, 5 do leaf() end end
+    local raw, cal = traced(root)
+    local T, C = raw.trace, cal.trace
+    assert.are.equal(12, T.n)
+    -- Lua calls only: half a unit an event, a quarter before its clock reading and a quarter
+    -- after; the first event keeps its time
+    for i = 1, T.n do
+      assert.are.equal(T.time[i] - (i - 1) * MODEL.lua_call / 2, C.time[i])
+    end
+    assert.are.equal(0, cal.meta.trace_bias_clamped)
+    -- the snapshot's own trace is not touched
+    assert.are.equal(11, T.time[T.n] - T.time[1])
+  end)
+
+  it("takes half a round trip off at each change of thread", function()
+    -- locals: under busted, the global `coroutine` is looked up through its environment
+    local create, resume, yield = coroutine.create, coroutine.resume, coroutine.yield
+    local function body() yield() end
+    local function root()
+      local co = create(body)
+      resume(co)
+      resume(co)
+    end
+    local raw, cal = traced(root)
+    local T, C = raw.trace, cal.trace
+    local halves, changes = 0, 0
+    for i = 1, T.n do
+      local f = raw.nodes.frame[T.node[i]]
+      halves = halves + (raw.frames.kind[f] == "C" and MODEL.c_call or MODEL.lua_call) / 2
+      if i > 1 and T.thread[i] ~= T.thread[i - 1] then changes = changes + 1 end
+    end
+    assert.are.equal(4, changes)
+    -- root's call and return (the first and last events) lose only their inner quarters
+    local taken = halves - MODEL.lua_call / 2 + changes * MODEL.switch / 2
+    if S.jit then
+      -- a LuaJIT built-in returns at the time of its call: no time to take between them
+      assert.is_true(cal.meta.trace_bias_clamped > 0)
+      assert.is_true(T.time[T.n] - C.time[T.n] < taken)
+    else
+      assert.are.equal(0, cal.meta.trace_bias_clamped)
+      assert.are.equal(T.time[T.n] - taken, C.time[T.n])
+    end
+  end)
+
+  it("never moves an event before its thread's previous one", function()
+    local function leaf() end
+    local p = cprof.Profile { timer = "counter", trace = true, bias = { lua_call = 3 } }
+    p:runcall(function() leaf() leaf() end)
+    local cal = p:report_data()
+    local C = cal.trace
+    assert.is_true(cal.meta.trace_bias_clamped > 0)
+    for i = 2, C.n do assert.is_true(C.time[i] >= C.time[i - 1]) end
+  end)
+end)

@@ -322,6 +322,64 @@ end
 -- Whether the data's timer measures time (the estimate means nothing for counted ticks).
 local TIME_TIMERS = { tsc = true, monotonic = true, cpu = true, thread = true }
 
+-- The trace's columns when they are what a trace holds (the chrome export names what is wrong
+-- with one that is not, and writes it as it is).
+local function trace_of(d, nodes)
+  local T = d.trace
+  if type(T) ~= "table" or type(T.n) ~= "number" then return nil end
+  for _, col in ipairs({ "event", "thread", "node", "time" }) do
+    if type(T[col]) ~= "table" then return nil end
+  end
+  for i = 1, T.n do
+    local x = T.node[i]
+    if type(x) ~= "number" or not nodes.frame[x] or type(T.time[i]) ~= "number"
+       or type(T.thread[i]) ~= "number" then
+      return nil
+    end
+  end
+  return T
+end
+
+-- The trace T with model m subtracted from its times (a copy; nil when none is to be made).
+-- Each call and each return carries half its call's unit, of which half falls before the
+-- hook read the clock and half after; each change of thread, half the round trip of the resume
+-- or wrap call that began it (the other half is its return to the resumer). What came before an
+-- event since the first one is taken off its time. Line events are not in the trace: their cost
+-- stays. A time never goes below its thread's previous one; what would have is left in,
+-- counted in *clamped.
+local function trace_apply(T, frames, nodes, m, clamped)
+  local time, thread, node, event = T.time, T.thread, T.node, T.event
+  local out = { n = T.n, event = event, thread = thread, node = node, time = {} }
+  local before, last, resumer, prev, prev_trip = 0, {}, {}, nil, nil
+  for i = 1, T.n do
+    local th, f = thread[i], nodes.frame[node[i]]
+    local half = 0.5 * m[kind_of(frames, f)]
+    local switch = 0
+    if prev and th ~= prev then
+      if prev_trip then
+        resumer[th] = { from = prev, kind = prev_trip }
+        switch = 0.5 * m[prev_trip]
+      elseif resumer[prev] and resumer[prev].from == th then
+        switch = 0.5 * m[resumer[prev].kind]
+      end
+    end
+    local taken = before + switch + 0.5 * half
+    local t = time[i] - taken
+    if last[th] and t < last[th] then
+      clamped.n = clamped.n + 1
+      t = last[th]
+      taken = time[i] - t
+    end
+    out.time[i] = t
+    last[th], before = t, taken + 0.5 * half
+    prev, prev_trip = th, event[i] == 0 and round_trip(frames, f) or nil
+  end
+  -- the first event stays where it was: what came before the trace is not in it
+  local shift = T.n > 0 and time[1] - out.time[1] or 0
+  for i = 1, T.n do out.time[i] = out.time[i] + shift end
+  return out
+end
+
 --- apply(d [, bias]): a copy of profile data `d` (the columnar form of Profile:snapshot() and of
 --- dumps) with the bias subtracted; `bias` (a number or a table, as the option) defaults to the
 --- data's own (its meta). The copy's meta says what was subtracted (bias_subtracted and its
@@ -385,6 +443,12 @@ function M.apply(d, bias)
   if m.err then meta.bias_uncertainty = over(m.err, totals) end
   local out = copy(d)
   out.meta, out.frames, out.edges, out.nodes = meta, f2, e2, n2
+  local T = trace_of(d, nodes)
+  if T then
+    local tc = { n = 0 }
+    out.trace = trace_apply(T, frames, nodes, m, tc)
+    meta.trace_bias_clamped = tc.n
+  end
   return out
 end
 

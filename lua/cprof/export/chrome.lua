@@ -3,7 +3,8 @@
 --
 -- A profile made with trace = true (its data has a `trace` group) is written as what it is: a
 -- time line of real calls, one "B" event per call and one "E" per return at the times they
--- happened, one track (tid) per coroutine (tid 1 the main thread).  The trace keeps the newest
+-- happened (less the calibrated bias of the events before them, as the reports' times: cprof.bias),
+-- one track (tid) per coroutine (tid 1 the main thread).  The trace keeps the newest
 -- events (Profile's trace_size): a frame whose call was overwritten but whose return is there
 -- gets its "B" at the start of its track's first event, and a frame still open when the
 -- profile was written gets its "E" at the last event's time, so every B has its E.
