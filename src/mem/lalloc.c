@@ -358,11 +358,11 @@ ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, u
   if (!m) return;
   if (ev == LALLOC_EV_FREE) {
     SlabAttr *empty;
-    m->freed_known = memattr_note_free(m, p, n, (int)slot, s, w, &empty);
+    m->freed_known = memattr_note_free(m, p, n, (int)slot, w, &empty);
     if (empty) memattr_drop_table(m, empty);
   } else {
     uint32_t node = memattr_node_now(m, ev == LALLOC_EV_MOVE);
-    if (node != IDX_NONE) memattr_note_alloc(m, node, p, n, (int)slot, s, w);
+    if (node != IDX_NONE) memattr_note_alloc(m, node, p, n, w);
   }
 }
 
@@ -390,14 +390,12 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
 }
 
 /* An allocation of the fast path, under attribution: never with a trace (the gate is 0 then).
-   The type slot comes from the map word again: kept from the lua_Alloc, it would cost cprof's
-   own path a register. */
+   The type slot comes from the side table: kept from the lua_Alloc, it would cost cprof's own
+   path a register. */
 NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) {
   uint32_t node;
   if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
-  memattr_note_alloc(m, node, p, n, (int)slot_at(w), slab_or_none(ch, w), w);
+  memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
   return p;
 }
 
@@ -463,7 +461,7 @@ ALWAYS void free_noted_at(lalloc *h, void *p, size_t osize) {
   c->mag[k] = p;
   c->nmag = k + 1;
   SlabAttr *empty;
-  memattr_note_free(h->attr, p, osize, (int)slot_at(w), slab_at(ch, w), w, &empty);
+  memattr_note_free(h->attr, p, osize, c->type, w, &empty);
   if (UNLIKELY(empty != NULL)) memattr_drop_table(h->attr, empty);
 }
 

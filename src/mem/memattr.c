@@ -38,7 +38,8 @@ static void set_number(slab *s, uint32_t num) {
 
 /* Slab s's side table, found from the map word of its first page. */
 static SlabAttr *table_of(const MemAttr *m, slab *s) {
-  return memattr_table(m, s, chunk_of(s)->map[chunk_page(s)]);
+  SlabAttr *t;
+  return memattr_entry(m, (char *)s + SLAB_HDR, chunk_of(s)->map[chunk_page(s)], &t) ? t : NULL;
 }
 
 /* A new side table for slab s, or NULL when out of memory. */
@@ -56,9 +57,11 @@ static SlabAttr *new_table(MemAttr *m, slab *s) {
     free(t);
     return NULL;
   }
-  t->slab = s;
+  t->base = (char *)s + SLAB_HDR;
+  t->span = n * s->cache->objsize;
   t->live = 0;
   t->n = n;
+  t->slot = s->cache->type;
   t->inv = ((1ull << 32) + s->cache->objsize - 1) / s->cache->objsize;
   memset(t->obj, 0, (size_t)n * sizeof *t->obj);
   m->tabs[num] = t;
@@ -70,7 +73,7 @@ static SlabAttr *new_table(MemAttr *m, slab *s) {
    is being freed): its number is free again (a free slot of free_nums was reserved when the
    table was made, so this cannot fail). */
 void memattr_drop_table(MemAttr *m, SlabAttr *t) {
-  slab *s = t->slab;
+  slab *s = (slab *)(t->base - SLAB_HDR);
   uint32_t num = s->attr;
   m->tabs[num] = &memattr_no_table;
   m->free_nums[m->nfree++] = num;
@@ -78,13 +81,15 @@ void memattr_drop_table(MemAttr *m, SlabAttr *t) {
   free(t);
 }
 
-void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl, uint32_t node,
+void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
                         cprof_ticks at) {
   if (node >= m->cstats && array_reserve((void **)&m->stats, &m->cstats, sizeof *m->stats, node, 512)) {
     m->lost++;
     return;
   }
-  if (sl) {
+  int slot;
+  if (!(w & MAP_LARGE)) {
+    slab *sl = (slab *)((char *)chunk_of(block) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
     SlabAttr *t = table_of(m, sl);
     /* Room in free_nums for every number there may be, so that dropping a table never fails. */
     if (!t && (array_reserve((void **)&m->free_nums, &m->cfree, sizeof *m->free_nums, m->ntabs, 64) ||
@@ -92,7 +97,9 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl
       m->lost++;
       return;
     }
-    memattr_remember(t, block, node, at);
+    SlabAttr *u;
+    memattr_remember(t, memattr_entry(m, block, chunk_of(block)->map[chunk_page(block)], &u), node, at);
+    slot = (int)t->slot;
   } else {
     if ((!m->by_block.slots && idxmap_init(&m->by_block, 64)) ||
         array_reserve((void **)&m->blocks, &m->cblocks, sizeof *m->blocks, m->nblocks, 64) ||
@@ -101,6 +108,7 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl
       return;
     }
     m->blocks[m->nblocks++] = (Block){block, node, at};
+    slot = (int)MAP_LARGE_TYPE(w);
   }
   memattr_count_alloc(&m->stats[node], size, slot, at);
 }

@@ -55,12 +55,15 @@ typedef struct ObjAttr {
   float birth;
 } ObjAttr;
 
-/* The side table of one slab. */
+/* The side table of one slab: its header and its first entries share a cache line. */
 typedef struct SlabAttr {
-  struct slab *slab;       /* the slab described (a table's number is trusted only if it matches) */
+  const char *base;        /* the slab's first object */
+  uint32_t span;           /* the bytes of its objects: the table is trusted only for an address
+                              in [base, base + span), which names the slab */
   uint32_t live;           /* attributed objects alive in it */
-  uint32_t n;              /* objects in the slab */
   uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
+  uint32_t n;              /* objects in the slab */
+  uint32_t slot;           /* the type slot of its objects */
   ObjAttr obj[];
 } SlabAttr;
 
