@@ -392,12 +392,14 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
 /* An allocation of the fast path, under attribution: never with a trace (the gate is 0 then).
    The type slot comes from the side table: kept from the lua_Alloc, it would cost cprof's own
    path a register. */
-NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) {
+ALWAYS void *note_new(MemAttr *m, void *p, size_t n) {
   uint32_t node;
   if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
   memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
   return p;
 }
+
+NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) { return note_new(m, p, n); }
 
 static int over_limit(lalloc *h, size_t osize, size_t nsize) {
   if (nsize <= osize || h->live - osize + nsize <= h->limit) return 0;
@@ -551,14 +553,18 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
    lalloc_f's place, lalloc_attr_stop puts lalloc_f back): allocations and frees with
    attribution's side inline, no call but where(), no test of which path. Anything else, or a
    heap no longer attributing (a program may keep this function), goes to lalloc_f. */
-/* lalloc_f's allocation, apart: lalloc_f_attr then saves no register. */
-NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) { return alloc_new(h, tag, n); }
+/* lalloc_f's allocation under attribution, in one function (one set of registers saved) apart
+   from lalloc_f_attr, which then saves none. */
+NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
+  if (UNLIKELY(h->live + n > h->gate)) return alloc_checked(h, tag, n);
+  return note_new(h->attr, alloc_slot(h, slot_of(tag), n), n);
+}
 
 static void *lalloc_f_attr(void *ud, void *ptr, size_t osize, size_t nsize) {
   lalloc *h = ud;
   if (nsize == 0) {
     if (LIKELY(ptr != NULL && h->slowfree == FREE_NOTED)) return free_noted(h, ptr, osize);
-  } else if (ptr == NULL) {
+  } else if (ptr == NULL && LIKELY(h->attr != NULL)) {
     return alloc_attr(h, osize, nsize);
   }
   return lalloc_f(ud, ptr, osize, nsize);
