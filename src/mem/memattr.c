@@ -51,20 +51,18 @@ static SlabAttr *new_table(MemAttr *m, slab *s) {
   if (m->nfree) {
     num = m->free_nums[--m->nfree];
   } else if (array_reserve((void **)&m->tabs, &m->ctabs, sizeof *m->tabs, m->ntabs + 1, 64) == 0) {
-    if (m->ntabs == 0) m->tabs[m->ntabs++] = &memattr_no_table;
+    if (m->ntabs == 0) m->tabs[m->ntabs++] = (SlabTab){&memattr_no_table, 0};
     num = m->ntabs++;
   } else {
     free(t);
     return NULL;
   }
-  t->base = (char *)s + SLAB_HDR;
-  t->span = n * s->cache->objsize;
+  t->slab = s;
   t->live = 0;
   t->n = n;
   t->slot = s->cache->type;
-  t->inv = ((1ull << 32) + s->cache->objsize - 1) / s->cache->objsize;
   memset(t->obj, 0, (size_t)n * sizeof *t->obj);
-  m->tabs[num] = t;
+  m->tabs[num] = (SlabTab){t, ((1ull << 32) + s->cache->objsize - 1) / s->cache->objsize};
   set_number(s, num);
   return t;
 }
@@ -73,9 +71,9 @@ static SlabAttr *new_table(MemAttr *m, slab *s) {
    is being freed): its number is free again (a free slot of free_nums was reserved when the
    table was made, so this cannot fail). */
 void memattr_drop_table(MemAttr *m, SlabAttr *t) {
-  slab *s = (slab *)(t->base - SLAB_HDR);
+  slab *s = t->slab;
   uint32_t num = s->attr;
-  m->tabs[num] = &memattr_no_table;
+  m->tabs[num] = (SlabTab){&memattr_no_table, 0};
   m->free_nums[m->nfree++] = num;
   set_number(s, 0);
   free(t);
@@ -129,7 +127,7 @@ int memattr_free_large(MemAttr *m, void *block, size_t size, int slot) {
 
 void memattr_free(MemAttr *m) {
   for (uint32_t i = 0; i < m->ntabs; i++)
-    if (m->tabs[i] != &memattr_no_table) free(m->tabs[i]);
+    if (m->tabs[i].t != &memattr_no_table) free(m->tabs[i].t);
   free(m->tabs);
   free(m->free_nums);
   free(m->stats);

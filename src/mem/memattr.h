@@ -55,17 +55,21 @@ typedef struct ObjAttr {
   float birth;
 } ObjAttr;
 
-/* The side table of one slab: its header and its first entries share a cache line. */
+/* The side table of one slab. */
 typedef struct SlabAttr {
-  const char *base;        /* the slab's first object */
-  uint32_t span;           /* the bytes of its objects: the table is trusted only for an address
-                              in [base, base + span), which names the slab */
+  struct slab *slab;       /* the slab described (a table's number is trusted only if it matches) */
   uint32_t live;           /* attributed objects alive in it */
-  uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
   uint32_t n;              /* objects in the slab */
   uint32_t slot;           /* the type slot of its objects */
   ObjAttr obj[];
 } SlabAttr;
+
+/* A side table by its number, with what finds an object's entry in it: read together, so that
+   the entry's address waits for one load after the map word, not two. */
+typedef struct SlabTab {
+  SlabAttr *t;
+  uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
+} SlabTab;
 
 /* The node to charge now (IDX_NONE: none is running); `ud` is what lalloc_attr_start was given. */
 typedef uint32_t (*memattr_where)(void *ud);
@@ -80,7 +84,7 @@ typedef struct MemAttr {
   Block *blocks;           /* the large blocks */
   uint32_t nblocks, cblocks;
   IdxMap by_block;         /* large blocks by address */
-  SlabAttr **tabs;         /* the slabs' side tables by number; number 0 and the free
+  SlabTab *tabs;           /* the slabs' side tables by number; number 0 and the free
                               numbers: memattr_no_table */
   uint32_t ntabs, ctabs;
   uint32_t *free_nums;     /* the free numbers, to reuse */

@@ -29,21 +29,22 @@ void memattr_drop_table(MemAttr *m, SlabAttr *t);
 /* The entry of slab object p in its slab's side table, or NULL when the slab has none; *tp its
    table. w is the map word of p's page (mem/chunk.h), which holds the table's number unless it
    is MAP_ATTR_FAR or more (then it is in the slab descriptor's attr). A number may be stale
-   (left by an earlier attribution, or reused), so a table is trusted only when p lies among
-   its slab's objects. A slab with none (0) and a free number find memattr_no_table, which
-   spans nothing. The index, p's offset times 2^32 / size rounded up, is exact for offsets below
-   2^32 / size (a slab is at most 16 pages). */
+   (left by an earlier attribution, or reused), so a table is trusted only when it names the
+   slab back; that test and the entry's address both wait for the number's SlabTab only. A slab
+   with none (0) and a free number find memattr_no_table, which names no slab. The index, p's
+   offset times 2^32 / size rounded up, is exact for offsets below 2^32 / size (a slab is at
+   most 16 pages). */
 extern SlabAttr memattr_no_table;
 MEMATTR_INLINE ObjAttr *memattr_entry(const MemAttr *m, const void *p, uint32_t w, SlabAttr **tp) {
+  const slab *s = (const slab *)((const char *)chunk_of(p) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
   uint32_t a = MAP_SLAB_ATTR(w);
-  if (__builtin_expect(a == MAP_ATTR_FAR, 0))
-    a = ((const slab *)((const char *)chunk_of(p) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT)))->attr;
+  if (__builtin_expect(a == MAP_ATTR_FAR, 0)) a = s->attr;
   if (a >= m->ntabs) return NULL;
-  SlabAttr *t = m->tabs[a];
-  uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)t->base);
-  if (off >= t->span) return NULL;
-  *tp = t;
-  return &t->obj[(off * t->inv) >> 32];
+  SlabTab r = m->tabs[a];
+  uint64_t off = (uint64_t)((const char *)p - (const char *)s - SLAB_HDR);
+  if (r.t->slab != s) return NULL;
+  *tp = r.t;
+  return &r.t->obj[(off * r.inv) >> 32];
 }
 
 /* Object `o` of table t is charged to `node`, born at `at`. */
