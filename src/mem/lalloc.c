@@ -357,7 +357,7 @@ ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, u
   MemAttr *m = h->attr;
   if (!m) return;
   if (ev == LALLOC_EV_FREE) {
-    SlabAttr *empty;
+    SlabTab *empty;
     m->freed_known = memattr_note_free(m, p, n, (int)slot, w, &empty);
     if (empty) memattr_drop_table(m, empty);
   } else {
@@ -462,7 +462,7 @@ ALWAYS void free_noted_at(lalloc *h, void *p, size_t osize) {
   c->req -= osize;
   c->mag[k] = p;
   c->nmag = k + 1;
-  SlabAttr *empty;
+  SlabTab *empty;
   memattr_note_free(h->attr, p, osize, c->type, w, &empty);
   if (UNLIKELY(empty != NULL)) memattr_drop_table(h->attr, empty);
 }

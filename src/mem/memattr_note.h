@@ -24,31 +24,33 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32
 /* The free of a large block; whether it was attributed. */
 int memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
 /* The side table's last attributed object is gone. */
-void memattr_drop_table(MemAttr *m, SlabAttr *t);
+void memattr_drop_table(MemAttr *m, SlabTab *t);
 
-/* The entry of slab object p in its slab's side table, or NULL when the slab has none; *tp its
-   table. w is the map word of p's page (mem/chunk.h), which holds the table's number unless it
-   is MAP_ATTR_FAR or more (then it is in the slab descriptor's attr). A number may be stale
-   (left by an earlier attribution, or reused), so a table is trusted only when it names the
-   slab back; that test and the entry's address both wait for the number's SlabTab only. A slab
-   with none (0) and a free number find memattr_no_table, which names no slab. The index, p's
-   offset times 2^32 / size rounded up, is exact for offsets below 2^32 / size (a slab is at
-   most 16 pages). */
-extern SlabAttr memattr_no_table;
-MEMATTR_INLINE ObjAttr *memattr_entry(const MemAttr *m, const void *p, uint32_t w, SlabAttr **tp) {
-  const slab *s = (const slab *)((const char *)chunk_of(p) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
+/* The entry of object p of the slab t describes. */
+MEMATTR_INLINE ObjAttr *memattr_obj(const SlabTab *t, const void *p) {
+  return &t->obj[((uint64_t)((uintptr_t)p - (uintptr_t)t->base) * t->inv) >> 32];
+}
+
+/* Whether slab object p has an entry in its slab's side table: *op the entry, *tp the table.
+   w is the map word of p's page (mem/chunk.h), which holds the table's number unless it is
+   MAP_ATTR_FAR or more (then it is in the slab descriptor's attr). The index, p's offset times
+   2^32 / size rounded up, is exact for offsets below 2^32 / size (a slab is at most 16 pages). */
+MEMATTR_INLINE int memattr_entry(const MemAttr *m, const void *p, uint32_t w, SlabTab **tp,
+                                 ObjAttr **op) {
   uint32_t a = MAP_SLAB_ATTR(w);
-  if (__builtin_expect(a == MAP_ATTR_FAR, 0)) a = s->attr;
-  if (a >= m->ntabs) return NULL;
-  SlabTab r = m->tabs[a];
-  uint64_t off = (uint64_t)((const char *)p - (const char *)s - SLAB_HDR);
-  if (r.t->slab != s) return NULL;
-  *tp = r.t;
-  return &r.t->obj[(off * r.inv) >> 32];
+  if (__builtin_expect(a == MAP_ATTR_FAR, 0))
+    a = ((const slab *)((const char *)chunk_of(p) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT)))->attr;
+  if (a >= m->ntabs) return 0;
+  SlabTab *t = &m->tabs[a];
+  uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)t->base);
+  if (off >= t->span) return 0;
+  *tp = t;
+  *op = memattr_obj(t, p);
+  return 1;
 }
 
 /* Object `o` of table t is charged to `node`, born at `at`. */
-MEMATTR_INLINE void memattr_remember(SlabAttr *t, ObjAttr *o, uint32_t node, cprof_ticks at) {
+MEMATTR_INLINE void memattr_remember(SlabTab *t, ObjAttr *o, uint32_t node, cprof_ticks at) {
   *o = (ObjAttr){node + 1, (float)at};
   t->live++;
 }
@@ -96,9 +98,9 @@ MEMATTR_INLINE uint32_t memattr_node_now(MemAttr *m, int moved) {
 MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, uint32_t node, void *block, size_t size,
                                       uint32_t w) {
   cprof_ticks at = *m->now - m->t0;
-  SlabAttr *t;
+  SlabTab *t;
   ObjAttr *o;
-  if (__builtin_expect(node >= m->cstats || (w & MAP_LARGE) || !(o = memattr_entry(m, block, w, &t)), 0)) {
+  if (__builtin_expect(node >= m->cstats || (w & MAP_LARGE) || !memattr_entry(m, block, w, &t, &o), 0)) {
     memattr_alloc_rare(m, block, size, w, node, at);
     return;
   }
@@ -112,13 +114,13 @@ MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, uint32_t node, void *block, s
    for the caller to drop with memattr_drop_table while the slab is still there, or NULL — a
    call left to the caller's end keeps its hot path's registers free. */
 MEMATTR_INLINE int memattr_note_free(MemAttr *m, void *block, size_t size, int slot, uint32_t w,
-                                    SlabAttr **empty) {
+                                    SlabTab **empty) {
   *empty = NULL;
   if (__builtin_expect(w & MAP_LARGE, 0)) return memattr_free_large(m, block, size, slot);
-  SlabAttr *t;
-  ObjAttr *o = memattr_entry(m, block, w, &t);
-  uint32_t node = o ? o->node : 0;
-  if (node == 0) return 0;
+  SlabTab *t;
+  ObjAttr *o;
+  uint32_t node;
+  if (!memattr_entry(m, block, w, &t, &o) || (node = o->node) == 0) return 0;
   o->node = 0;
   memattr_count_free(&m->stats[node - 1], size, slot, (cprof_ticks)o->birth, *m->now - m->t0);
   if (__builtin_expect(--t->live == 0, 0)) *empty = t;
