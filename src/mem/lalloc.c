@@ -3,10 +3,12 @@
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
    the checked paths, taken only when a limit, memory attribution, a trace or a replaced
-   allocator asks for it. Memory attribution's work (mem/memattr_note.h) is inline after the
-   fast path's pop for allocations and, under attribution alone, in paths of its own compiled
-   for speed for frees and reallocs (free_noted, realloc_noted); in the checked paths
-   otherwise. See lalloc.h and docs/MEMORY.md. */
+   allocator asks for it. While memory attribution runs, the state's lua_Alloc is
+   lalloc_f_attr, which sends allocations and, under attribution alone, frees to paths of
+   their own compiled for speed (alloc_attr, free_noted) with attribution's work
+   (mem/memattr_note.h) inline, and everything else to lalloc_f: so lalloc_f itself keeps its
+   instructions. Reallocs under attribution alone take realloc_noted, with attribution in the
+   checked paths otherwise. See lalloc.h and docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
