@@ -5,10 +5,10 @@
    the checked paths, taken only when a limit, memory attribution, a trace or a replaced
    allocator asks for it. While memory attribution runs, the state's lua_Alloc is
    lalloc_f_attr, which sends allocations and, under attribution alone, frees to paths of
-   their own compiled for speed (alloc_attr, free_noted) with attribution's work
-   (mem/memattr_note.h) inline, and everything else to lalloc_f: so lalloc_f itself keeps its
-   instructions. Reallocs under attribution alone take realloc_noted, with attribution in the
-   checked paths otherwise. See lalloc.h and docs/MEMORY.md. */
+   their own compiled for speed (alloc_attr, free_noted, realloc_noted) with attribution's
+   work (mem/memattr_note.h) inline, and everything else to lalloc_f (whose checked paths then
+   tell attribution), so that lalloc_f itself keeps its instructions. See lalloc.h and
+   docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -551,10 +551,6 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
   return realloc_ours(h, ptr, osize, nsize);
 }
 
-/* The lua_Alloc of a state while memory attribution runs on it (lalloc_attr_start puts it in
-   lalloc_f's place, lalloc_attr_stop puts lalloc_f back): allocations and frees with
-   attribution's side inline, no call but where(), no test of which path. Anything else, or a
-   heap no longer attributing (a program may keep this function), goes to lalloc_f. */
 /* lalloc_f's allocation under attribution, in one function (one set of registers saved) apart
    from lalloc_f_attr, which then saves none. */
 NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
@@ -562,12 +558,18 @@ NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
   return note_new(h->attr, alloc_slot(h, slot_of(tag), n), n);
 }
 
+/* The lua_Alloc of a state while memory attribution runs on it (lalloc_attr_start puts it in
+   lalloc_f's place, lalloc_attr_stop puts lalloc_f back): a jump to the path of each event,
+   with nothing saved and no test of lalloc_f's own. Anything else, or a heap no longer
+   attributing (a program may keep this function), goes to lalloc_f. */
 static void *lalloc_f_attr(void *ud, void *ptr, size_t osize, size_t nsize) {
   lalloc *h = ud;
   if (nsize == 0) {
     if (LIKELY(ptr != NULL && h->slowfree == FREE_NOTED)) return free_noted(h, ptr, osize);
-  } else if (ptr == NULL && LIKELY(h->attr != NULL)) {
-    return alloc_attr(h, osize, nsize);
+  } else if (ptr == NULL) {
+    if (LIKELY(h->attr != NULL)) return alloc_attr(h, osize, nsize);
+  } else if (LIKELY(h->slowfree == FREE_NOTED)) {
+    return realloc_noted(h, ptr, osize, nsize);
   }
   return lalloc_f(ud, ptr, osize, nsize);
 }
