@@ -4,7 +4,8 @@
  * node, slab objects (side tables) and large blocks (the map) alike; blocks born before it
  * started left out when Lua moves them; side tables of an earlier attribution not trusted,
  * dropped tables' numbers reused; more side tables than a page's map word has room to number;
- * a limit's failures under attribution; and every allocation of its own made to fail in turn,
+ * a limit's failures under attribution; the lua_Alloc of attribution's own put in place and
+ * taken back; and every allocation of its own made to fail in turn,
  * each failure counted in `lost` and nothing else changed.
  */
 #include <stdlib.h>
@@ -226,6 +227,55 @@ static void test_limit(void) {
   lua_close(L);
 }
 
+/* A program's own lua_Alloc in front of cprof's (it forwards to the one it found). */
+static lua_Alloc wrapped_f;
+static void *wrapped_ud;
+static void *wrapper(void *ud, void *ptr, size_t osize, size_t nsize) {
+  (void)ud;
+  return wrapped_f(wrapped_ud, ptr, osize, nsize);
+}
+
+/* While attributing, the state's lua_Alloc is attribution's own (lalloc_of still finds the heap)
+   and lalloc_f is back when it stops; that function kept by a program still serves it after the
+   stop, charging nothing; a lua_Alloc the program put in front meanwhile stays there. */
+static void test_allocf(void) {
+  lua_State *L = cprof_newstate();
+  luaL_openlibs(L);
+  lalloc *h = lalloc_of(L);
+  void *ud;
+  lua_Alloc plain = lua_getallocf(L, &ud);
+  CHECK(plain == lalloc_f && ud == h, "cprof's lua_Alloc");
+  MemAttr m = {0};
+  cur_node = 4;
+  lalloc_attr_start(&m, L, where, NULL, &clock_now);
+  lua_Alloc during = lua_getallocf(L, &ud);
+  CHECK(during != lalloc_f && ud == h && lalloc_of(L) == h, "attribution's own, the same heap");
+  char *p = during(ud, NULL, LUA_TTABLE, 40);
+  CHECK(p != NULL && memattr_of(&m, 4) && memattr_of(&m, 4)->allocs == 1, "an allocation charged");
+  lalloc_attr_stop(&m);
+  CHECK(lua_getallocf(L, &ud) == lalloc_f && ud == h, "lalloc_f back");
+  char *q = during(ud, NULL, LUA_TTABLE, 40);
+  CHECK(q != NULL, "the kept function still allocates");
+  during(ud, p, 40, 0);
+  during(ud, q, 40, 0);
+  const MemStat *s = memattr_of(&m, 4);
+  CHECK(s->allocs == 1 && s->frees == 0, "nothing charged or credited after the stop: %llu, %llu",
+        (unsigned long long)s->allocs, (unsigned long long)s->frees);
+  CHECK(run(L, "local t = {} for i = 1, 1000 do t[i] = {i} end"), "the state runs");
+  CHECK(lalloc_check(h) == NULL, "the heap's invariants");
+  memattr_free(&m);
+
+  MemAttr m2 = {0};
+  lalloc_attr_start(&m2, L, where, NULL, &clock_now);
+  wrapped_f = lua_getallocf(L, &wrapped_ud);
+  lua_setallocf(L, wrapper, NULL);
+  lalloc_attr_stop(&m2);
+  CHECK(lua_getallocf(L, &ud) == wrapper, "the program's lua_Alloc kept");
+  CHECK(run(L, "local t = {} for i = 1, 1000 do t[i] = {i} end"), "the state runs through it");
+  memattr_free(&m2);
+  lua_close(L);
+}
+
 /* Every allocation attribution makes fails in turn: the program's result is the same, the
    failure is counted, and (under ASan) nothing leaks. */
 static void test_out_of_memory(void) {
@@ -261,6 +311,7 @@ int main(int argc, char **argv) {
   test_stale_tables();
   test_far_numbers();
   test_limit();
+  test_allocf();
   test_out_of_memory();
   return ctest_done("test_memattr");
 }

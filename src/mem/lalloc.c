@@ -3,10 +3,12 @@
    blocks of a replaced allocator recognised by address, which cache is traced. The fast paths
    (a magazine pop or push and three counters) are inline in lalloc_f; everything else is on
    the checked paths, taken only when a limit, memory attribution, a trace or a replaced
-   allocator asks for it. Memory attribution's work (mem/memattr_note.h) is inline after the
-   fast path's pop for allocations and, under attribution alone, in paths of its own compiled
-   for speed for frees and reallocs (free_noted, realloc_noted); in the checked paths
-   otherwise. See lalloc.h and docs/MEMORY.md. */
+   allocator asks for it. While memory attribution runs, the state's lua_Alloc is
+   lalloc_f_attr, which sends allocations and, under attribution alone, frees to paths of
+   their own compiled for speed (alloc_attr, free_noted, realloc_noted) with attribution's
+   work (mem/memattr_note.h) inline, and everything else to lalloc_f (whose checked paths then
+   tell attribution), so that lalloc_f itself keeps its instructions. See lalloc.h and
+   docs/MEMORY.md. */
 #include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -357,12 +359,12 @@ ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, u
   MemAttr *m = h->attr;
   if (!m) return;
   if (ev == LALLOC_EV_FREE) {
-    SlabAttr *empty;
-    m->freed_known = memattr_note_free(m, p, n, (int)slot, s, w, &empty);
+    SlabTab *empty;
+    m->freed_known = memattr_note_free(m, p, n, (int)slot, w, &empty);
     if (empty) memattr_drop_table(m, empty);
   } else {
     uint32_t node = memattr_node_now(m, ev == LALLOC_EV_MOVE);
-    if (node != IDX_NONE) memattr_note_alloc(m, node, p, n, (int)slot, s, w);
+    if (node != IDX_NONE) memattr_note_alloc(m, node, p, n, w);
   }
 }
 
@@ -390,16 +392,16 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
 }
 
 /* An allocation of the fast path, under attribution: never with a trace (the gate is 0 then).
-   The type slot comes from the map word again: kept from lalloc_f, it would cost cprof's own
+   The type slot comes from the side table: kept from the lua_Alloc, it would cost cprof's own
    path a register. */
-NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) {
+ALWAYS void *note_new(MemAttr *m, void *p, size_t n) {
   uint32_t node;
   if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
-  chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
-  memattr_note_alloc(m, node, p, n, (int)slot_at(w), slab_or_none(ch, w), w);
+  memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
   return p;
 }
+
+NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) { return note_new(m, p, n); }
 
 static int over_limit(lalloc *h, size_t osize, size_t nsize) {
   if (nsize <= osize || h->live - osize + nsize <= h->limit) return 0;
@@ -442,9 +444,10 @@ NOTED static void free_checked(lalloc *h, void *p, size_t osize) {
   free_at(h, ch, w, p, osize);
 }
 
-/* A free under attribution alone (no trace, no blocks of `prev`): attribution's side and then
-   the fast path's push, without the checked path's tests. Large blocks take the checked path. */
-NOTED static void free_noted(lalloc *h, void *p, size_t osize) {
+/* A free under attribution alone (no trace, no blocks of `prev`): the fast path's push, then
+   attribution's side (the object's slab stays: it is in the magazine), without the checked
+   path's tests. Large blocks and a full magazine take the checked path. */
+ALWAYS void free_noted_at(lalloc *h, void *p, size_t osize) {
   chunk *ch = chunk_of(p);
   uint32_t w = ch->map[chunk_page(p)];
   if (UNLIKELY(w & MAP_LARGE)) {
@@ -452,16 +455,24 @@ NOTED static void free_noted(lalloc *h, void *p, size_t osize) {
     return;
   }
   cache *c = h->caches[MAP_SLAB_ID(w)];
-  if (UNLIKELY(c->nmag == c->max_mag)) {  /* the magazine drains: a call, off this path */
+  uint32_t k = c->nmag;
+  if (UNLIKELY(k == c->max_mag)) {  /* the magazine drains: a call, off this path */
     free_checked(h, p, osize);
     return;
   }
-  SlabAttr *empty;
-  memattr_note_free(h->attr, p, osize, c->type, slab_at(ch, w), w, &empty);
   h->live -= osize;
   c->req -= osize;
-  c->mag[c->nmag++] = p;
-  if (UNLIKELY(empty != NULL)) memattr_drop_table(h->attr, empty);  /* its slab stays */
+  c->mag[k] = p;
+  c->nmag = k + 1;
+  SlabTab *empty;
+  memattr_note_free(h->attr, p, osize, c->type, w, &empty);
+  if (UNLIKELY(empty != NULL)) memattr_drop_table(h->attr, empty);
+}
+
+/* (NULL, what lua_Alloc returns for a free: so that a lua_Alloc can end with a jump here.) */
+NOTED static void *free_noted(lalloc *h, void *p, size_t osize) {
+  free_noted_at(h, p, osize);
+  return NULL;
 }
 
 /* A realloc of a block of ours that attribution or a trace watches: a free, then the move
@@ -512,6 +523,14 @@ NOTED static void *realloc_noted(lalloc *h, void *p, size_t osize, size_t nsize)
 
 /* ---- the lua_Alloc --------------------------------------------------------------------- */
 
+/* A new block of n bytes for type tag `tag`. */
+ALWAYS void *alloc_new(lalloc *h, size_t tag, size_t n) {
+  if (UNLIKELY(h->live + n > h->gate)) return alloc_checked(h, tag, n);
+  void *p = alloc_slot(h, slot_of(tag), n);
+  if (UNLIKELY(h->attr != NULL)) return alloc_noted(h->attr, p, n);
+  return p;
+}
+
 void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
   lalloc *h = ud;
   if (nsize == 0) {
@@ -523,10 +542,7 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
     return NULL;
   }
   if (ptr == NULL) {
-    if (UNLIKELY(h->live + nsize > h->gate)) return alloc_checked(h, osize, nsize);
-    void *p = alloc_slot(h, slot_of(osize), nsize);
-    if (UNLIKELY(h->attr != NULL)) return alloc_noted(h->attr, p, nsize);
-    return p;
+    return alloc_new(h, osize, nsize);
   }
   if (UNLIKELY(h->slowfree || (nsize > osize && h->live - osize + nsize > h->gate))) {
     if (h->slowfree == FREE_NOTED) return realloc_noted(h, ptr, osize, nsize);
@@ -535,10 +551,35 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
   return realloc_ours(h, ptr, osize, nsize);
 }
 
+/* lalloc_f's allocation under attribution, in one function (one set of registers saved) apart
+   from lalloc_f_attr, which then saves none. */
+NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
+  if (UNLIKELY(h->live + n > h->gate)) return alloc_checked(h, tag, n);
+  return note_new(h->attr, alloc_slot(h, slot_of(tag), n), n);
+}
+
+/* The lua_Alloc of a state while memory attribution runs on it (lalloc_attr_start puts it in
+   lalloc_f's place, lalloc_attr_stop puts lalloc_f back): a jump to the path of each event,
+   with nothing saved and no test of lalloc_f's own. Anything else, or a heap no longer
+   attributing (a program may keep this function), goes to lalloc_f. */
+static void *lalloc_f_attr(void *ud, void *ptr, size_t osize, size_t nsize) {
+  lalloc *h = ud;
+  if (nsize == 0) {
+    if (LIKELY(ptr != NULL && h->slowfree == FREE_NOTED)) return free_noted(h, ptr, osize);
+  } else if (ptr == NULL) {
+    if (LIKELY(h->attr != NULL)) return alloc_attr(h, osize, nsize);
+  } else if (LIKELY(h->slowfree == FREE_NOTED)) {
+    return realloc_noted(h, ptr, osize, nsize);
+  }
+  return lalloc_f(ud, ptr, osize, nsize);
+}
+
+static int is_ours(lua_Alloc f) { return f == lalloc_f || f == lalloc_f_attr; }
+
 lalloc *lalloc_of(lua_State *L) {
   void *ud;
   lua_Alloc f = lua_getallocf(L, &ud);
-  if (f != lalloc_f) return NULL;
+  if (!is_ours(f)) return NULL;
   lalloc *h = ud;
   return h->magic == LALLOC_MAGIC ? h : NULL;
 }
@@ -572,7 +613,7 @@ lalloc *lalloc_install(lua_State *L, const char **err) {
 #else
   void *ud;
   lua_Alloc f = lua_getallocf(L, &ud);
-  if (f == lalloc_f) {
+  if (is_ours(f)) {
     *err = "already installed";
     return NULL;
   }
@@ -621,6 +662,13 @@ void lalloc_observe(lalloc *h, MemAttr *m) {
 
 void lalloc_set_thread(lalloc *h, lua_State *L) { h->thread = L; }
 
+/* The state's lua_Alloc becomes `to` if it is `from` with this heap (a program that put its own
+   in front keeps it). */
+static void swap_allocf(lalloc *h, lua_Alloc from, lua_Alloc to) {
+  void *ud;
+  if (h->main && lua_getallocf(h->main, &ud) == from && ud == h) lua_setallocf(h->main, to, h);
+}
+
 void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
                        const cprof_ticks *now) {
   lalloc *h = lalloc_of(L);
@@ -633,11 +681,13 @@ void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *wher
   m->where_ud = where_ud;
   lalloc_set_thread(h, L);
   lalloc_observe(h, m);
+  swap_allocf(h, lalloc_f, lalloc_f_attr);
 }
 
 void lalloc_attr_stop(MemAttr *m) {
   if (!m->heap) return;
   lalloc_observe(m->heap, NULL);
+  swap_allocf(m->heap, lalloc_f_attr, lalloc_f);
   m->heap = NULL;
 }
 

@@ -65,10 +65,14 @@ size_t lalloc_limit(const lalloc *h);
 void lalloc_observe(lalloc *h, MemAttr *m);
 /* Starts attribution m if L's state allocates with cprof's allocator; else does nothing. Each
    allocation is charged to the node where(where_ud) names, at time *now. The allocator calls
-   into attribution (mem/memattr_note.h), never the reverse: attaching it is the allocator's. */
+   into attribution (mem/memattr_note.h), never the reverse: attaching it is the allocator's.
+   Until lalloc_attr_stop, the state's lua_Alloc (lua_getallocf) is another function of this
+   heap, with attribution's work inline; lalloc_of accepts it, and kept by a program it serves
+   as lalloc_f does after the stop. */
 void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
                        const cprof_ticks *now);
-/* Stops it (the blocks allocated meanwhile stay charged: they are live at the end). */
+/* Stops it (the blocks allocated meanwhile stay charged: they are live at the end) and puts
+   lalloc_f back, unless the program put a lua_Alloc of its own in front meanwhile. */
 void lalloc_attr_stop(MemAttr *m);
 /* The thread whose Lua stack a trace records (default: the main thread). The profiler's hook
    can keep this up to date; it must be a live thread of this state. */

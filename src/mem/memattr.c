@@ -6,7 +6,7 @@
    found from its number in the map word of the object's page (or, for a number of
    MAP_ATTR_FAR or more, in the slab descriptor's `attr`) and the object's index; large blocks
    in a hash map. A number may be stale — left by an earlier attribution, or reused — so a side
-   table is trusted only when it names the slab back. */
+   table is trusted only for an address among its slab's objects. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,8 +14,6 @@
 #include "util/array.h"
 #include "util/fault.h"
 #include "util/hash.h"
-
-SlabAttr memattr_no_table;
 
 typedef struct BlockProbe {
   const MemAttr *m;
@@ -37,62 +35,62 @@ static void set_number(slab *s, uint32_t num) {
 }
 
 /* Slab s's side table, found from the map word of its first page. */
-static SlabAttr *table_of(const MemAttr *m, slab *s) {
-  return memattr_table(m, s, chunk_of(s)->map[chunk_page(s)]);
+static SlabTab *table_of(const MemAttr *m, slab *s) {
+  SlabTab *t;
+  ObjAttr *o;
+  return memattr_entry(m, (char *)s + SLAB_HDR, chunk_of(s)->map[chunk_page(s)], &t, &o) ? t : NULL;
 }
 
 /* A new side table for slab s, or NULL when out of memory. */
-static SlabAttr *new_table(MemAttr *m, slab *s) {
-  uint32_t n = s->total;
-  SlabAttr *t = fault_malloc(sizeof *t + (size_t)n * sizeof *t->obj);
-  if (!t) return NULL;
+static SlabTab *new_table(MemAttr *m, slab *s) {
+  ObjAttr *obj = fault_calloc(s->total, sizeof *obj);
+  if (!obj) return NULL;
   uint32_t num;
   if (m->nfree) {
     num = m->free_nums[--m->nfree];
   } else if (array_reserve((void **)&m->tabs, &m->ctabs, sizeof *m->tabs, m->ntabs + 1, 64) == 0) {
-    if (m->ntabs == 0) m->tabs[m->ntabs++] = &memattr_no_table;
+    if (m->ntabs == 0) m->tabs[m->ntabs++] = (SlabTab){0};
     num = m->ntabs++;
   } else {
-    free(t);
+    free(obj);
     return NULL;
   }
-  t->slab = s;
-  t->live = 0;
-  t->n = n;
-  t->inv = ((1ull << 32) + s->cache->objsize - 1) / s->cache->objsize;
-  memset(t->obj, 0, (size_t)n * sizeof *t->obj);
-  m->tabs[num] = t;
+  uint32_t size = s->cache->objsize;
+  m->tabs[num] = (SlabTab){obj, (char *)s + SLAB_HDR, s->total * size, 0, s->cache->type,
+                           ((1ull << 32) + size - 1) / size};
   set_number(s, num);
-  return t;
+  return &m->tabs[num];
 }
 
 /* The last attributed object of the table's slab is gone (the slab is still there: that object
    is being freed): its number is free again (a free slot of free_nums was reserved when the
    table was made, so this cannot fail). */
-void memattr_drop_table(MemAttr *m, SlabAttr *t) {
-  slab *s = t->slab;
-  uint32_t num = s->attr;
-  m->tabs[num] = &memattr_no_table;
+void memattr_drop_table(MemAttr *m, SlabTab *t) {
+  uint32_t num = (uint32_t)(t - m->tabs);
+  free(t->obj);
+  set_number((slab *)(t->base - SLAB_HDR), 0);
+  *t = (SlabTab){0};
   m->free_nums[m->nfree++] = num;
-  set_number(s, 0);
-  free(t);
 }
 
-void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl, uint32_t node,
+void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
                         cprof_ticks at) {
   if (node >= m->cstats && array_reserve((void **)&m->stats, &m->cstats, sizeof *m->stats, node, 512)) {
     m->lost++;
     return;
   }
-  if (sl) {
-    SlabAttr *t = table_of(m, sl);
+  int slot;
+  if (!(w & MAP_LARGE)) {
+    slab *sl = (slab *)((char *)chunk_of(block) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
+    SlabTab *t = table_of(m, sl);
     /* Room in free_nums for every number there may be, so that dropping a table never fails. */
     if (!t && (array_reserve((void **)&m->free_nums, &m->cfree, sizeof *m->free_nums, m->ntabs, 64) ||
                !(t = new_table(m, sl)))) {
       m->lost++;
       return;
     }
-    memattr_remember(t, block, node, at);
+    memattr_remember(t, memattr_obj(t, block), node, at);
+    slot = (int)t->slot;
   } else {
     if ((!m->by_block.slots && idxmap_init(&m->by_block, 64)) ||
         array_reserve((void **)&m->blocks, &m->cblocks, sizeof *m->blocks, m->nblocks, 64) ||
@@ -101,6 +99,7 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl
       return;
     }
     m->blocks[m->nblocks++] = (Block){block, node, at};
+    slot = (int)MAP_LARGE_TYPE(w);
   }
   memattr_count_alloc(&m->stats[node], size, slot, at);
 }
@@ -120,8 +119,7 @@ int memattr_free_large(MemAttr *m, void *block, size_t size, int slot) {
 }
 
 void memattr_free(MemAttr *m) {
-  for (uint32_t i = 0; i < m->ntabs; i++)
-    if (m->tabs[i] != &memattr_no_table) free(m->tabs[i]);
+  for (uint32_t i = 0; i < m->ntabs; i++) free(m->tabs[i].obj);
   free(m->tabs);
   free(m->free_nums);
   free(m->stats);

@@ -55,14 +55,20 @@ typedef struct ObjAttr {
   float birth;
 } ObjAttr;
 
-/* The side table of one slab. */
-typedef struct SlabAttr {
-  struct slab *slab;       /* the slab described (a table's number is trusted only if it matches) */
-  uint32_t live;           /* attributed objects alive in it */
-  uint32_t n;              /* objects in the slab */
+/* The side table of a slab, by its number (MemAttr.tabs): its entries, one an object, and all
+   that the hot paths read of it, side by side with the other tables' in one dense array, so
+   that an event touches that array's line and its entry's line, and the entry's address waits
+   for one load after the map word. */
+typedef struct SlabTab {
+  ObjAttr *obj;            /* the entries; NULL: no table (number 0, or a free number) */
+  const char *base;        /* the slab's first object */
+  uint32_t span;           /* the bytes of its objects: a number may be stale (left by an earlier
+                              attribution, or reused), so a table is trusted only for an address
+                              in [base, base + span), which names the slab */
+  uint16_t live;           /* attributed objects alive in it (a slab has at most 8192) */
+  uint16_t slot;           /* the type slot of its objects */
   uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
-  ObjAttr obj[];
-} SlabAttr;
+} SlabTab;
 
 /* The node to charge now (IDX_NONE: none is running); `ud` is what lalloc_attr_start was given. */
 typedef uint32_t (*memattr_where)(void *ud);
@@ -77,8 +83,8 @@ typedef struct MemAttr {
   Block *blocks;           /* the large blocks */
   uint32_t nblocks, cblocks;
   IdxMap by_block;         /* large blocks by address */
-  SlabAttr **tabs;         /* the slabs' side tables by number; number 0 and the free
-                              numbers: memattr_no_table */
+  SlabTab *tabs;           /* the slabs' side tables by number; number 0 and the free
+                              numbers: none (all zero) */
   uint32_t ntabs, ctabs;
   uint32_t *free_nums;     /* the free numbers, to reuse */
   uint32_t nfree, cfree;

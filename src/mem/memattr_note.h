@@ -18,39 +18,40 @@
 #define MEMATTR_INLINE static inline __attribute__((always_inline))
 
 /* An allocation memattr_note_alloc leaves: a node with no record yet, a slab with no side table
-   yet, a large block (sl NULL). */
-void memattr_alloc_rare(MemAttr *m, void *block, size_t size, int slot, slab *sl, uint32_t node,
+   yet, a large block; w the map word of its page. */
+void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
                         cprof_ticks at);
 /* The free of a large block; whether it was attributed. */
 int memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
 /* The side table's last attributed object is gone. */
-void memattr_drop_table(MemAttr *m, SlabAttr *t);
+void memattr_drop_table(MemAttr *m, SlabTab *t);
 
-/* Slab s's side table, or NULL; w is the map word of one of its pages (mem/chunk.h), which
-   holds the table's number unless it is MAP_ATTR_FAR or more (then it is in s->attr). A number
-   may be stale (left by an earlier attribution, or reused), so a table is trusted only when it
-   names the slab back. A slab with none (0) and a free number find memattr_no_table, which
-   names no slab. */
-extern SlabAttr memattr_no_table;
-MEMATTR_INLINE SlabAttr *memattr_table(const MemAttr *m, const slab *s, uint32_t w) {
+/* The entry of object p of the slab t describes. */
+MEMATTR_INLINE ObjAttr *memattr_obj(const SlabTab *t, const void *p) {
+  return &t->obj[((uint64_t)((uintptr_t)p - (uintptr_t)t->base) * t->inv) >> 32];
+}
+
+/* Whether slab object p has an entry in its slab's side table: *op the entry, *tp the table.
+   w is the map word of p's page (mem/chunk.h), which holds the table's number unless it is
+   MAP_ATTR_FAR or more (then it is in the slab descriptor's attr). The index, p's offset times
+   2^32 / size rounded up, is exact for offsets below 2^32 / size (a slab is at most 16 pages). */
+MEMATTR_INLINE int memattr_entry(const MemAttr *m, const void *p, uint32_t w, SlabTab **tp,
+                                 ObjAttr **op) {
   uint32_t a = MAP_SLAB_ATTR(w);
-  if (__builtin_expect(a == MAP_ATTR_FAR, 0)) a = s->attr;
-  if (a >= m->ntabs) return NULL;
-  SlabAttr *t = m->tabs[a];
-  return t->slab == s ? t : NULL;
+  if (__builtin_expect(a == MAP_ATTR_FAR, 0))
+    a = ((const slab *)((const char *)chunk_of(p) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT)))->attr;
+  if (a >= m->ntabs) return 0;
+  SlabTab *t = &m->tabs[a];
+  uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)t->base);
+  if (off >= t->span) return 0;
+  *tp = t;
+  *op = memattr_obj(t, p);
+  return 1;
 }
 
-/* The index of object p in the slab t describes: its offset times 2^32 / size, rounded up, is
-   exact for offsets below 2^32 / size (a slab is at most 16 pages). */
-MEMATTR_INLINE uint32_t memattr_index(const SlabAttr *t, const void *p) {
-  uint64_t off = (uint64_t)((const char *)p - (const char *)t->slab - SLAB_HDR);
-  return (uint32_t)((off * t->inv) >> 32);
-}
-
-/* Object `block` of the slab t describes is charged to `node`, born at `at`. */
-MEMATTR_INLINE void memattr_remember(SlabAttr *t, const void *block, uint32_t node,
-                                     cprof_ticks at) {
-  t->obj[memattr_index(t, block)] = (ObjAttr){node + 1, (float)at};
+/* Object `o` of table t is charged to `node`, born at `at`. */
+MEMATTR_INLINE void memattr_remember(SlabTab *t, ObjAttr *o, uint32_t node, cprof_ticks at) {
+  *o = (ObjAttr){node + 1, (float)at};
   t->live++;
 }
 
@@ -92,34 +93,34 @@ MEMATTR_INLINE uint32_t memattr_node_now(MemAttr *m, int moved) {
   return m->where(m->where_ud);
 }
 
-/* Block `block` of `size` bytes and type slot `slot`, in slab sl (NULL: a large block; w the
-   map word of its page), was just allocated while `node` (memattr_node_now, not IDX_NONE)
-   ran. */
+/* Block `block` of `size` bytes (w the map word of its page) was just allocated while `node`
+   (memattr_node_now, not IDX_NONE) ran. */
 MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, uint32_t node, void *block, size_t size,
-                                      int slot, slab *sl, uint32_t w) {
+                                      uint32_t w) {
   cprof_ticks at = *m->now - m->t0;
-  SlabAttr *t;
-  if (__builtin_expect(node >= m->cstats || !sl || !(t = memattr_table(m, sl, w)), 0)) {
-    memattr_alloc_rare(m, block, size, slot, sl, node, at);
+  SlabTab *t;
+  ObjAttr *o;
+  if (__builtin_expect(node >= m->cstats || (w & MAP_LARGE) || !memattr_entry(m, block, w, &t, &o), 0)) {
+    memattr_alloc_rare(m, block, size, w, node, at);
     return;
   }
-  memattr_remember(t, block, node, at);
-  memattr_count_alloc(&m->stats[node], size, slot, at);
+  memattr_remember(t, o, node, at);
+  memattr_count_alloc(&m->stats[node], size, (int)t->slot, at);
 }
 
-/* Block `block` is about to be freed: credited to its node if it was attributed. Returns
-   whether it was (what m->freed_known keeps for a realloc's move; a plain free need not
-   store it). *empty: the side table that lost its last attributed object, for the caller to
-   drop with memattr_drop_table while the slab is still there, or NULL — a call left to the
-   caller's end keeps its hot path's registers free. */
-MEMATTR_INLINE int memattr_note_free(MemAttr *m, void *block, size_t size, int slot,
-                                    const slab *sl, uint32_t w, SlabAttr **empty) {
+/* Block `block` (w the map word of its page) is about to be freed: credited to its node if it
+   was attributed. Returns whether it was (what m->freed_known keeps for a realloc's move; a
+   plain free need not store it). *empty: the side table that lost its last attributed object,
+   for the caller to drop with memattr_drop_table while the slab is still there, or NULL — a
+   call left to the caller's end keeps its hot path's registers free. */
+MEMATTR_INLINE int memattr_note_free(MemAttr *m, void *block, size_t size, int slot, uint32_t w,
+                                    SlabTab **empty) {
   *empty = NULL;
-  if (__builtin_expect(!sl, 0)) return memattr_free_large(m, block, size, slot);
-  SlabAttr *t = memattr_table(m, sl, w);
-  ObjAttr *o = t ? &t->obj[memattr_index(t, block)] : NULL;
-  uint32_t node = o ? o->node : 0;
-  if (node == 0) return 0;
+  if (__builtin_expect(w & MAP_LARGE, 0)) return memattr_free_large(m, block, size, slot);
+  SlabTab *t;
+  ObjAttr *o;
+  uint32_t node;
+  if (!memattr_entry(m, block, w, &t, &o) || (node = o->node) == 0) return 0;
   o->node = 0;
   memattr_count_free(&m->stats[node - 1], size, slot, (cprof_ticks)o->birth, *m->now - m->t0);
   if (__builtin_expect(--t->live == 0, 0)) *empty = t;
