@@ -2,8 +2,9 @@
 --
 -- Each kind of event has a workload made of it: a loop calling an empty Lua function and a
 -- binary recursion, half of the calls each (lua_call), a loop calling a C function (c_call),
--- resuming a coroutine that yields (switch), calling a function made by coroutine.wrap whose
--- body yields (wrap), a loop of line events in a profile with lines on (line). A workload runs
+-- resuming two coroutines in turn, each yielding (switch), calling two functions made by
+-- coroutine.wrap in turn, whose bodies yield (wrap), a loop of line events in a profile with
+-- lines on (line). A workload runs
 -- ROUNDS times unprofiled (C calls and coroutines SPLIT times as often, each run as many times
 -- shorter), timed with the profile's timer, and as many times under a profile of the same timer,
 -- the two interleaved (in alternating order) so that a busy moment of a shared machine hits both
@@ -94,13 +95,17 @@ local WORK = {
   c_call = function(m) for _ = 1, m do nop_c() end end,
   -- the coroutine ends: one left suspended would keep cprof's hook, and later profiles would
   -- find it among their threads
+  -- Two coroutines in turn: one resumed again and again hid 7-12 ns a round trip in some
+  -- processes and 17-28 in others, two in turn 18-22 in every one (bench/README.md,
+  -- "Accuracy"); programs alternate among coroutines (a producer and its consumer, a
+  -- scheduler's tasks).
   switch = function(m)
-    local co = create(yielder)
-    for _ = 0, m do resume(co, m) end
+    local a, b = create(yielder), create(yielder)
+    for _ = 0, m / 2 do resume(a, m / 2); resume(b, m / 2) end
   end,
   wrap = function(m)
-    local step = wrap(yielder)
-    for _ = 0, m do step(m) end
+    local a, b = wrap(yielder), wrap(yielder)
+    for _ = 0, m / 2 do a(m / 2); b(m / 2) end
   end,
   line = function(m)
     local x = 0
