@@ -187,15 +187,23 @@ static void test_far_numbers(void) {
   lua_close(L);
 }
 
+/* A state on cprof's allocator with the standard libraries: its heap and its lua_Alloc. */
+static lua_State *new_state(lalloc **h, lua_Alloc *f, void **ud) {
+  lua_State *L = cprof_newstate();
+  luaL_openlibs(L);
+  *h = lalloc_of(L);
+  *f = lua_getallocf(L, ud);
+  return L;
+}
+
 /* A limit under attribution alone (whose reallocs have a path of their own): a realloc past
    it fails, leaving the block and every count as they were; one within it moves the block, a
    free and an allocation of the same node. Through the heap's lua_Alloc, as Lua calls it. */
 static void test_limit(void) {
-  lua_State *L = cprof_newstate();
-  luaL_openlibs(L);
-  lalloc *h = lalloc_of(L);
+  lalloc *h;
   void *ud;
-  lua_Alloc f = lua_getallocf(L, &ud);
+  lua_Alloc f;
+  lua_State *L = new_state(&h, &f, &ud);
   MemAttr m = {0};
   cur_node = 2;
   clock_now = 0;
@@ -239,11 +247,10 @@ static void *wrapper(void *ud, void *ptr, size_t osize, size_t nsize) {
    and lalloc_f is back when it stops; that function kept by a program still serves it after the
    stop, charging nothing; a lua_Alloc the program put in front meanwhile stays there. */
 static void test_allocf(void) {
-  lua_State *L = cprof_newstate();
-  luaL_openlibs(L);
-  lalloc *h = lalloc_of(L);
+  lalloc *h;
   void *ud;
-  lua_Alloc plain = lua_getallocf(L, &ud);
+  lua_Alloc plain;
+  lua_State *L = new_state(&h, &plain, &ud);
   CHECK(plain == lalloc_f && ud == h, "cprof's lua_Alloc");
   MemAttr m = {0};
   cur_node = 4;
