@@ -324,10 +324,11 @@ end
 print(string.format("%-9s %s", "full speed", table.concat((function()
   local h = {}
   for c, m in ipairs(models) do
-    h[c] = string.format("%14s", string.format("%.0f%% of %d", m.full_speed * 100, m.blocks))
+    local again = (m.attempts or 1) > 1 and ("x" .. m.attempts) or ""
+    h[c] = string.format("%14s", string.format("%.0f%% of %d%s", m.full_speed * 100, m.blocks, again))
   end
   return h
-end)(), " ")) .. "  (the share of the rounds that counted, of how many blocks)")
+end)(), " ")) .. "  (the share of the rounds that counted, of how many blocks; xN: measured N times)")
 print("")
 io.stdout:flush()
 

@@ -405,6 +405,31 @@ describe("calibrate", function()
     assert.are.equal("7 0 true\n", out)
   end)
 
+  it("measures again when the machine turns out faster after the blocks", function()
+    -- probes of a fake speed: the block's calls are counted first (CONFIRM 0: one probe after)
+    local out, err, status = S.run_lua([[
+      local cprof = require "cprof"
+      local calibrate = require "cprof.calibrate"
+      calibrate.CONFIRM = 0
+      local speed, calls = function() return 1 end, 0
+      calibrate.prober = function()
+        return function() calls = calls + 1 return speed(calls) end
+      end
+      local function run() return cprof.Profile { timer = "counter" }:calibrate(1000) end
+      local m = run()
+      local per_try = calls - 1
+      -- a slow first attempt, then the machine at full speed: measured twice
+      calls, speed = 0, function(i) return i <= per_try and 2 or 1 end
+      local twice = run()
+      -- slow in every attempt's blocks, fast after each: RETRIES more, no more
+      calls, speed = 0, function(i) return (i - 1) % (per_try + 1) < per_try and 2 or 1 end
+      local always = run()
+      print(m.attempts, twice.attempts, twice.probe, always.attempts, always.probe)
+    ]])
+    assert.are.equal(0, status, err)
+    assert.are.equal(("1\t2\t1\t%d\t2\n"):format(calibrate.RETRIES + 1), out)
+  end)
+
   it("keeps the rounds whose probes ran at full speed", function()
     assert.are.same({ 1, 2, 5 }, calibrate.at_full_speed({ 1.0, 1.29, 1.31, 2.0, 1.1 }, 1))
     local probes = {}

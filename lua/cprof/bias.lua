@@ -44,7 +44,8 @@ for _, k in ipairs(KINDS) do IS_KIND[k] = true end
 -- Keys a model table may hold besides the kinds: what Profile:calibrate and the cache add.
 local MODEL_INFO = { err = "table", confidence = "number", date = "string", timer = "string",
                      lua_version = "string", cprof_version = "string", source = "string",
-                     probe = "number", full_speed = "number", blocks = "number" }
+                     probe = "number", full_speed = "number", blocks = "number",
+                     attempts = "number" }
 
 -- The kind of coroutine round trip each call of frame i makes, if any.
 local TRIP = { resume = "switch", wrap = "wrap" }

@@ -66,6 +66,12 @@ M.MIN_ROUNDS = 21
 M.VOTES, M.MAX_BLOCKS = 3, 15
 --- Iterations of the probe's loop: about 15 µs on the bench machine.
 M.PROBE = 60
+--- CPU seconds of probes after the blocks: a slow stretch of the host can outlast a whole
+--- calibration, which then knows no faster speed and measures every kind at about three times
+--- its cost (1 first calibration in 15 on the bench machine: bench/README.md, "Accuracy"). When
+--- these probes find the machine faster (by FULL_SPEED), the blocks are measured again, up to
+--- RETRIES times.
+M.CONFIRM, M.RETRIES = 0.25, 2
 --- Calls of each kind by default, and at most.
 M.DEFAULT_CALLS, M.MAX_CALLS = 200000, 10000000
 local Z95 = 1.959964
@@ -328,13 +334,19 @@ end
 
 --- measure(p, n): the model of profile p's timer, each kind measured over about n calls in each
 --- of BLOCKS blocks: { lua_call, c_call, switch, wrap, line = seconds, err = { kind = seconds },
---- confidence = 0.95, probe = seconds, full_speed = the share of rounds that counted, blocks }: per
+--- confidence = 0.95, probe = seconds, full_speed = the share of rounds that counted, blocks,
+--- attempts = the times the blocks were measured (CONFIRM) }: per
 --- kind, the lower quartile of the voting blocks' estimates (full_speed), with the median of their
 --- uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
 --- built-in that calls no hook) is 0 with no uncertainty.
 function M.measure(p, n)
   local m = math.max(1, math.ceil(n / M.ROUNDS))
   local blocks, probes, probe = {}, {}, M.prober(p)
+  local function faster_now()
+    local after, t0 = {}, os.clock()
+    repeat after[#after + 1] = probe() until os.clock() - t0 >= M.CONFIRM
+    return M.FULL_SPEED * M.fastest(after) < M.fastest(probes)
+  end
   local function rounds_of(kind)
     local r = {}
     for b, bk in ipairs(blocks) do r[b] = bk[kind].rounds end
@@ -348,11 +360,16 @@ function M.measure(p, n)
     end
     return true
   end
+  local attempts = 0
   repeat
-    blocks[#blocks + 1] = block(p, m, probe, probes)
-  until #blocks >= M.BLOCKS and (#blocks >= M.MAX_BLOCKS or enough())
+    attempts, blocks, probes = attempts + 1, {}, {}
+    repeat
+      blocks[#blocks + 1] = block(p, m, probe, probes)
+    until #blocks >= M.BLOCKS and (#blocks >= M.MAX_BLOCKS or enough())
+  until attempts > M.RETRIES or not faster_now()
   local fastest = M.fastest(probes)
-  local model = { err = {}, confidence = 0.95, source = "calibrate", probe = fastest }
+  local model = { err = {}, confidence = 0.95, source = "calibrate", probe = fastest,
+                  attempts = attempts }
   local counted, all = 0, 0
   -- Each kind less what the kinds before it account for, taken at their final values rather
   -- than at their own block's: a block that measured c_call twice too high would otherwise pass
