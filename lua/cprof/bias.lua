@@ -55,7 +55,7 @@ end
 
 --- The bias costs of a typical machine (the bench machine's calibration with `tsc`, Lua 5.4,
 --- rounded; bench/README.md, "Accuracy (issue 14)"), for the report's estimate of the overhead
---- still in an uncalibrated profile. A C call measured −3 ns there (the hook keeps a little more
+--- still in an uncalibrated profile. A C call measured −4 ns there (the hook keeps a little more
 --- than its own time off the clock): counted as none, the estimate being of what is left in.
 M.TYPICAL = { lua_call = 11e-9, c_call = 0, switch = 19e-9, wrap = 19e-9, line = 11e-9 }
 
@@ -159,13 +159,6 @@ local function zeros(n)
   return t
 end
 
--- Whether data `d` was profiled on LuaJIT, where a coroutine switch's frame ends at the switch
--- and the round trip's cost lands around it, in the frame that resumed and in the coroutine.
-local function on_luajit(d)
-  local v = type(d.meta) == "table" and d.meta.lua_version
-  return type(v) == "string" and v:find("^LuaJIT") ~= nil
-end
-
 --- counts(d): how many events of each kind each frame and each tree node holds, in units of the
 --- model (a call's two halves are 0.5 each):
 ---   { frame_own = {kind → column}, frame_cum = ..., node_own = ..., node_cum = ... }
@@ -174,7 +167,9 @@ function M.counts(d)
   local frames, edges, nodes = d.frames, d.edges or { n = 0 }, d.nodes or { n = 0 }
   local nf, nn = frames.n, nodes.n or 0
   local fown, nown, ncum = zeros(nf), zeros(nn), zeros(nn)
-  local on_jit = on_luajit(d)
+  -- on LuaJIT a coroutine switch's frame ends at the switch, and the round trip's cost lands
+  -- around it, in the frame that resumed and in the coroutine
+  local on_jit = profdata.on_luajit(d.meta)
 
   local trips, hits = {}, {}
   for i = 1, nf do
@@ -351,17 +346,18 @@ end
 local function trace_apply(T, frames, nodes, m, clamped)
   local time, thread, node, event = T.time, T.thread, T.node, T.event
   local out = { n = T.n, event = event, thread = thread, node = node, time = {} }
-  local before, last, resumer, prev, prev_trip = 0, {}, {}, nil, nil
+  -- per coroutine: the thread that resumed it and the kind of that round trip
+  local before, last, resumer, trip_of, prev, prev_trip = 0, {}, {}, {}, nil, nil
   for i = 1, T.n do
     local th, f = thread[i], nodes.frame[node[i]]
     local half = 0.5 * m[kind_of(frames, f)]
     local switch = 0
     if prev and th ~= prev then
       if prev_trip then
-        resumer[th] = { from = prev, kind = prev_trip }
+        resumer[th], trip_of[th] = prev, prev_trip
         switch = 0.5 * m[prev_trip]
-      elseif resumer[prev] and resumer[prev].from == th then
-        switch = 0.5 * m[resumer[prev].kind]
+      elseif resumer[prev] == th then
+        switch = 0.5 * m[trip_of[prev]]
       end
     end
     local taken = before + switch + 0.5 * half

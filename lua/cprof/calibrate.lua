@@ -44,7 +44,7 @@ local M = {}
 --- each.
 M.ROUNDS = 101
 --- Kinds measured in SPLIT[kind] times as many rounds, each SPLIT[kind] times shorter: a C call
---- hides about -4 ns of its 20, a coroutine round trip about 10 of its 95, and their profiled
+--- hides about -4 ns of its 20, a coroutine round trip about 20 of its 95, and their profiled
 --- runs vary by about 8% from one to the next (the unprofiled ones by 0.5-2%), in proportion to
 --- their length. Longer runs left the interval as it was; shorter ones narrow it with the square
 --- root of their number: +-2.0-2.8 ns became +-1.1-1.4 for 7% more time (bench/README.md,
@@ -99,12 +99,11 @@ local WORK = {
     for _ = 1, m / 354 do tree(10) end
   end,
   c_call = function(m) for _ = 1, m do nop_c() end end,
-  -- the coroutine ends: one left suspended would keep cprof's hook, and later profiles would
-  -- find it among their threads
-  -- Two coroutines in turn: one resumed again and again hid 7-12 ns a round trip in some
-  -- processes and 17-28 in others, two in turn 18-22 in every one (bench/README.md,
-  -- "Accuracy"); programs alternate among coroutines (a producer and its consumer, a
-  -- scheduler's tasks).
+  -- The coroutines end: one left suspended would keep cprof's hook, and later profiles would
+  -- find it among their threads. Two in turn: one coroutine resumed again and again hid 7-12 ns
+  -- a round trip in some processes and 17-28 in others, two in turn 18-22 in every one
+  -- (bench/README.md, "Accuracy"); programs alternate among coroutines (a producer and its
+  -- consumer, a scheduler's tasks).
   switch = function(m)
     local a, b = create(yielder), create(yielder)
     for _ = 0, m / 2 do resume(a, m / 2); resume(b, m / 2) end

@@ -120,6 +120,13 @@ local function index(i, n, what)
   return i
 end
 
+--- Whether a profile's meta says it was made on LuaJIT (whose compiler cprof turns off, and
+--- whose built-ins send no return event: docs/SEMANTICS.md, "LuaJIT").
+function M.on_luajit(meta)
+  local v = type(meta) == "table" and meta.lua_version
+  return type(v) == "string" and v:find("^LuaJIT") ~= nil
+end
+
 --- How a C function of this name runs another coroutine: "resume" (coroutine.resume) or
 --- "wrap" (a function made by coroutine.wrap, named by its body, "wrap(file:line)", or as a
 --- whole: docs/SEMANTICS.md, "Names"); nil when it does not.

@@ -30,6 +30,13 @@ static void discard_top(Profiler *P, Stack *st, cprof_ticks now) {
   if (f->first) st->first_head = f->prev_first;
 }
 
+/* How frame fr ends without a return event (Entry.no_return): NR_NONE unless its function is
+   a LuaJIT built-in; always NR_NONE on Lua 5.4, where every call returns. */
+static int no_return(const Profiler *P, const Frame *fr) {
+  if (COMPAT_ALL_RETURN || fr->hidden) return NR_NONE;
+  return P->fns.entries[fr->entry].no_return;
+}
+
 /* Closes the top frame off the common path: unwound, or closed at a switch or at disable(), at
    `now`; returns when it closed it. LuaJIT sends no return event for its built-ins: one is found
    closed at its caller's next event, however long after it returned, so it is closed at its
@@ -37,8 +44,7 @@ static void discard_top(Profiler *P, Stack *st, cprof_ticks now) {
    `last`: its stack's last event before this one (st->last, which the slow paths move to `now`
    only after closing), or the time a callee above it was just closed at. */
 static cprof_ticks pop(Profiler *P, Stack *st, cprof_ticks now, cprof_ticks last) {
-  const Frame *fr = &st->f[st->n - 1];
-  if (!fr->hidden && P->fns.entries[fr->entry].no_return == NR_BUILTIN && last < now) now = last;
+  if (no_return(P, &st->f[st->n - 1]) == NR_BUILTIN && last < now) now = last;
   if (P->tracing) eng_trace_return(P, st, now);
   eng_pop(P, st, now);
   return now;
@@ -157,9 +163,7 @@ static cprof_ticks coroutine_time(Stack *st, cprof_ticks until) {
 /* Whether the top frame of st is a LuaJIT coroutine switch: resume, yield or a call of a
    function made by coroutine.wrap, none of which sends a return event. */
 static int switch_on_top(const Profiler *P, const Stack *st) {
-  if (COMPAT_ALL_RETURN) return 0;
-  const Frame *fr = st->n > 0 ? &st->f[st->n - 1] : NULL;
-  return fr && !fr->hidden && P->fns.entries[fr->entry].no_return == NR_SWITCH;
+  return st->n > 0 && no_return(P, &st->f[st->n - 1]) == NR_SWITCH;
 }
 
 /* A LuaJIT switch's frame ends at the switch, `at` by st's clock: a yield at its own call (a

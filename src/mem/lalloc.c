@@ -368,11 +368,6 @@ ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, u
   }
 }
 
-/* The slab of a block in chunk ch whose page has map word w (not MAP_LARGE). */
-ALWAYS slab *slab_at(chunk *ch, uint32_t w) {
-  return (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
-}
-
 /* The type slot and the slab (NULL: a large block) of a block whose page in chunk ch has map
    word w: both from the word, which a free reads anyway. */
 ALWAYS unsigned slot_at(uint32_t w) {

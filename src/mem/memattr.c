@@ -81,7 +81,7 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32
   }
   int slot;
   if (!(w & MAP_LARGE)) {
-    slab *sl = (slab *)((char *)chunk_of(block) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
+    slab *sl = slab_at(chunk_of(block), w);
     SlabTab *t = table_of(m, sl);
     /* Room in free_nums for every number there may be, so that dropping a table never fails. */
     if (!t && (array_reserve((void **)&m->free_nums, &m->cfree, sizeof *m->free_nums, m->ntabs, 64) ||

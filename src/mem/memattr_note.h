@@ -38,8 +38,7 @@ MEMATTR_INLINE ObjAttr *memattr_obj(const SlabTab *t, const void *p) {
 MEMATTR_INLINE int memattr_entry(const MemAttr *m, const void *p, uint32_t w, SlabTab **tp,
                                  ObjAttr **op) {
   uint32_t a = MAP_SLAB_ATTR(w);
-  if (__builtin_expect(a == MAP_ATTR_FAR, 0))
-    a = ((const slab *)((const char *)chunk_of(p) + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT)))->attr;
+  if (__builtin_expect(a == MAP_ATTR_FAR, 0)) a = slab_at(chunk_of(p), w)->attr;
   if (a >= m->ntabs) return 0;
   SlabTab *t = &m->tabs[a];
   uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)t->base);

@@ -85,10 +85,14 @@ void cache_reap(cache *c);
 /* Objects allocated now. */
 static inline uint64_t cache_live(const cache *c) { return c->out - c->nmag; }
 
+/* The slab of a block in chunk ch whose page has map word w (not MAP_LARGE). */
+static inline slab *slab_at(const chunk *ch, uint32_t w) {
+  return (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
+}
+
 static inline slab *slab_of(const void *p) {
   chunk *ch = chunk_of(p);
-  uint32_t w = ch->map[chunk_page(p)];
-  return (slab *)((char *)ch + ((uintptr_t)MAP_SLAB_FIRST(w) << PAGE_SHIFT));
+  return slab_at(ch, ch->map[chunk_page(p)]);
 }
 
 static inline void *cache_alloc(cache *c) {

@@ -6,6 +6,7 @@
 -- and writes the whole report with a single write).
 
 local funckey = require "cprof.funckey"
+local profdata = require "cprof.profdata"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"
 
@@ -100,10 +101,9 @@ local function print_head(st, out)
   local overhead = M.overhead_line(st.meta, st.total_tt)
   if overhead then out(overhead .. "\n\n") end
   -- cprof turns LuaJIT's compiler off while it profiles, or compiled code would call no hook
-  local lua = type(st.meta) == "table" and st.meta.lua_version
-  if type(lua) == "string" and lua:find("^LuaJIT") then
-    out("   cprof: profiled on " .. lua .. " with the JIT compiler off: the times are those of"
-      .. " the interpreter\n\n")
+  if profdata.on_luajit(st.meta) then
+    out("   cprof: profiled on " .. st.meta.lua_version .. " with the JIT compiler off: the times"
+      .. " are those of the interpreter\n\n")
   end
 end
 
