@@ -61,6 +61,10 @@ M.BLOCKS = 5
 M.FULL_SPEED = 1.3
 --- Full-speed rounds a block needs to vote.
 M.MIN_ROUNDS = 21
+--- The share of a kind's rounds in a block that must be at full speed for the block to vote
+--- when enough blocks have it: a kind measured while the host kept slowing down and speeding up
+--- (a third of the rounds at full speed) kept rounds that were not quite at full speed.
+M.MIN_SHARE = 0.5
 --- Blocks with a vote each kind needs: more blocks are measured while one lacks them (a slow
 --- stretch of the host can last seconds), up to MAX_BLOCKS in all.
 M.VOTES, M.MAX_BLOCKS = 3, 15
@@ -171,21 +175,31 @@ function M.pick(t, idx)
   return out
 end
 
---- full_speed(blocks, fastest): the samples that vote, from blocks of rounds { prof = {...},
---- plain = {...}, speed = {...} }: per block with at least MIN_ROUNDS rounds at full speed
---- (at_full_speed), { prof, plain } of those rounds; when no block has that many, every block
---- with all its rounds. The second result says which (true: full speed).
-function M.full_speed(blocks, fastest)
+-- The blocks with at least `least` rounds at full speed, each as { prof, plain } of those rounds.
+local function voters(blocks, fastest, least)
   local votes = {}
   for _, b in ipairs(blocks) do
     local kept = M.at_full_speed(b.speed, fastest)
-    if #kept >= M.MIN_ROUNDS then
+    if #kept >= math.max(M.MIN_ROUNDS, least * #b.speed) then
       votes[#votes + 1] = { prof = M.pick(b.prof, kept), plain = M.pick(b.plain, kept) }
     end
   end
-  if #votes > 0 then return votes, true end
+  return votes
+end
+
+--- full_speed(blocks, fastest): the samples that vote, from blocks of rounds { prof = {...},
+--- plain = {...}, speed = {...} }: the blocks with MIN_SHARE of their rounds at full speed
+--- (at_full_speed), if VOTES of them do, else those with MIN_ROUNDS such rounds, each as
+--- { prof, plain } of those rounds; when no block has that many, every block with all its
+--- rounds. The second result says whether the rounds are at full speed, the third whether
+--- VOTES blocks had MIN_SHARE.
+function M.full_speed(blocks, fastest)
+  local votes = voters(blocks, fastest, M.MIN_SHARE)
+  if #votes >= M.VOTES then return votes, true, true end
+  votes = voters(blocks, fastest, 0)
+  if #votes > 0 then return votes, true, false end
   for i, b in ipairs(blocks) do votes[i] = { prof = b.prof, plain = b.plain } end
-  return votes, false
+  return votes, false, false
 end
 
 -- The frame of Lua function f in data d.
@@ -354,8 +368,7 @@ function M.measure(p, n)
   local function enough()
     local fastest = M.fastest(probes)
     for _, kind in ipairs(bias.KINDS) do
-      local votes, full = M.full_speed(rounds_of(kind), fastest)
-      if not full or #votes < M.VOTES then return false end
+      if not select(3, M.full_speed(rounds_of(kind), fastest)) then return false end
     end
     return true
   end
