@@ -25,10 +25,11 @@
 -- be a mix of the two machines, different in every run. A probe (prober: a profiled loop of Lua
 -- and C calls) timed before and after each round tells: a round counts when both are within
 -- FULL_SPEED of the probes' fast end (their 1st percentile over the whole calibration). A block
--- votes with its full-speed rounds if it has MIN_ROUNDS of them, and each kind is the lower
--- quartile of the blocks that vote; blocks are added (up to MAX_BLOCKS) until each kind has VOTES
--- of them. When none votes, all blocks do, with all their rounds: a machine slow the whole time
--- is measured as it is.
+-- votes for a kind with its full-speed rounds if MIN_SHARE of that kind's rounds in it are, and
+-- each kind is the lower quartile of the blocks that vote; blocks are added (up to MAX_BLOCKS)
+-- until each kind has VOTES of them. A kind that has fewer takes the blocks with MIN_ROUNDS
+-- rounds at full speed; when none has, all blocks vote, with all their rounds: a machine slow
+-- the whole time is measured as it is.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -61,9 +62,10 @@ M.BLOCKS = 5
 M.FULL_SPEED = 1.3
 --- Full-speed rounds a block needs to vote.
 M.MIN_ROUNDS = 21
---- The share of a kind's rounds in a block that must be at full speed for the block to vote
---- when enough blocks have it: a kind measured while the host kept slowing down and speeding up
---- (a third of the rounds at full speed) kept rounds that were not quite at full speed.
+--- The share of a kind's rounds in a block at full speed for the block to vote (when VOTES
+--- blocks have it): in a block measured while the host kept slowing down and speeding up (a
+--- third of the rounds at full speed), C calls' votes spread by +-20-57% (bench/README.md,
+--- "Accuracy").
 M.MIN_SHARE = 0.5
 --- Blocks with a vote each kind needs: more blocks are measured while one lacks them (a slow
 --- stretch of the host can last seconds), up to MAX_BLOCKS in all.
