@@ -37,14 +37,6 @@ end
 local MODEL = { lua_call = 1 / 1024, c_call = 1 / 4096, switch = 1 / 64, wrap = 1 / 32,
                 line = 1 / 8192 }
 
--- A block of calibration rounds: `fast` at full speed (probe speed 1), then `slow` at 1.8.
-local function rounds_block(fast, slow)
-  local b = { prof = {}, plain = {}, speed = {} }
-  for r = 1, fast + slow do
-    b.prof[r], b.plain[r], b.speed[r] = 10 + r, r, r <= fast and 1 or 1.8
-  end
-  return b
-end
 local function c_caller() for _ = 1, 1000 do nop_c() end end
 local function nop() end
 local function lua_caller() for _ = 1, 1000 do nop() end end
@@ -405,17 +397,12 @@ describe("calibrate", function()
     local out, err, status = S.run_lua([[
       local cprof = require "cprof"
       local calibrate = require "cprof.calibrate"
-      calibrate.MAX_BLOCKS = 7
-      -- no block can have its share at full speed: more blocks, then those with MIN_ROUNDS vote
-      calibrate.MIN_SHARE = 2
+      calibrate.MIN_ROUNDS, calibrate.MAX_BLOCKS = math.huge, 7
       local m = cprof.Profile { timer = "counter" }:calibrate(1000)
-      print(("%d %g %s"):format(m.blocks, m.full_speed, tostring(m.lua_call > 0)))
-      calibrate.MIN_ROUNDS = math.huge
-      m = cprof.Profile { timer = "counter" }:calibrate(1000)
       print(("%d %g %s"):format(m.blocks, m.full_speed, tostring(m.lua_call > 0)))
     ]])
     assert.are.equal(0, status, err)
-    assert.are.equal("7 1 true\n7 0 true\n", out)
+    assert.are.equal("7 0 true\n", out)
   end)
 
   it("measures again when the machine turns out faster after the blocks", function()
@@ -454,29 +441,22 @@ describe("calibrate", function()
   end)
 
   it("lets a block vote with its full-speed rounds only when it has enough of them", function()
-    local votes, full = calibrate.full_speed({ rounds_block(30, 10), rounds_block(10, 30) }, 1)
+    local function block(fast, slow)
+      local b = { prof = {}, plain = {}, speed = {} }
+      for r = 1, fast + slow do
+        b.prof[r], b.plain[r], b.speed[r] = 10 + r, r, r <= fast and 1 or 1.8
+      end
+      return b
+    end
+    local votes, full = calibrate.full_speed({ block(30, 10), block(10, 30) }, 1)
     assert.is_true(full)
     assert.are.equal(1, #votes)
     assert.are.equal(30, #votes[1].prof)
     assert.are.equal(30, votes[1].plain[30])
     -- none has enough: every block votes, with all its rounds
-    votes, full = calibrate.full_speed({ rounds_block(10, 30), rounds_block(0, 5) }, 1)
+    votes, full = calibrate.full_speed({ block(10, 30), block(0, 5) }, 1)
     assert.is_false(full)
     assert.are.same({ 40, 5 }, { #votes[1].prof, #votes[2].plain })
-  end)
-
-  it("prefers blocks with half their rounds at full speed when VOTES of them have it", function()
-    -- 25 of 60 at full speed: enough rounds, not half of them
-    local choppy = rounds_block(25, 35)
-    local votes, full, half = calibrate.full_speed({ rounds_block(30, 10), choppy,
-                                                     rounds_block(21, 21), rounds_block(40, 0) }, 1)
-    assert.is_true(full and half)
-    assert.are.same({ 30, 21, 40 }, { #votes[1].prof, #votes[2].prof, #votes[3].prof })
-    -- two such blocks are not enough: every block with 21 rounds at full speed votes
-    votes, full, half = calibrate.full_speed({ rounds_block(30, 10), choppy, rounds_block(40, 0) }, 1)
-    assert.is_true(full)
-    assert.is_false(half)
-    assert.are.same({ 30, 25, 40 }, { #votes[1].prof, #votes[2].prof, #votes[3].prof })
   end)
 
   it("estimates a shift by the median of pairwise differences, with its interval", function()

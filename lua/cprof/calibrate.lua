@@ -25,11 +25,10 @@
 -- be a mix of the two machines, different in every run. A probe (prober: a profiled loop of Lua
 -- and C calls) timed before and after each round tells: a round counts when both are within
 -- FULL_SPEED of the probes' fast end (their 1st percentile over the whole calibration). A block
--- votes for a kind with its full-speed rounds if MIN_SHARE of that kind's rounds in it are, and
--- each kind is the lower quartile of the blocks that vote; blocks are added (up to MAX_BLOCKS)
--- until each kind has VOTES of them. A kind that has fewer takes the blocks with MIN_ROUNDS
--- rounds at full speed; when none has, all blocks vote, with all their rounds: a machine slow
--- the whole time is measured as it is.
+-- votes with its full-speed rounds if it has MIN_ROUNDS of them, and each kind is the lower
+-- quartile of the blocks that vote; blocks are added (up to MAX_BLOCKS) until each kind has VOTES
+-- of them. When none votes, all blocks do, with all their rounds: a machine slow the whole time
+-- is measured as it is.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -62,11 +61,6 @@ M.BLOCKS = 5
 M.FULL_SPEED = 1.3
 --- Full-speed rounds a block needs to vote.
 M.MIN_ROUNDS = 21
---- The share of a kind's rounds in a block at full speed for the block to vote (when VOTES
---- blocks have it): in a block measured while the host kept slowing down and speeding up (a
---- third of the rounds at full speed), C calls' votes spread by +-20-57% (bench/README.md,
---- "Accuracy").
-M.MIN_SHARE = 0.5
 --- Blocks with a vote each kind needs: more blocks are measured while one lacks them (a slow
 --- stretch of the host can last seconds), up to MAX_BLOCKS in all.
 M.VOTES, M.MAX_BLOCKS = 3, 15
@@ -177,31 +171,21 @@ function M.pick(t, idx)
   return out
 end
 
--- The blocks with at least `least` rounds at full speed, each as { prof, plain } of those rounds.
-local function voters(blocks, fastest, least)
+--- full_speed(blocks, fastest): the samples that vote, from blocks of rounds { prof = {...},
+--- plain = {...}, speed = {...} }: per block with at least MIN_ROUNDS rounds at full speed
+--- (at_full_speed), { prof, plain } of those rounds; when no block has that many, every block
+--- with all its rounds. The second result says which (true: full speed).
+function M.full_speed(blocks, fastest)
   local votes = {}
   for _, b in ipairs(blocks) do
     local kept = M.at_full_speed(b.speed, fastest)
-    if #kept >= math.max(M.MIN_ROUNDS, least * #b.speed) then
+    if #kept >= M.MIN_ROUNDS then
       votes[#votes + 1] = { prof = M.pick(b.prof, kept), plain = M.pick(b.plain, kept) }
     end
   end
-  return votes
-end
-
---- full_speed(blocks, fastest): the samples that vote, from blocks of rounds { prof = {...},
---- plain = {...}, speed = {...} }: the blocks with MIN_SHARE of their rounds at full speed
---- (at_full_speed), if VOTES of them do, else those with MIN_ROUNDS such rounds, each as
---- { prof, plain } of those rounds; when no block has that many, every block with all its
---- rounds. The second result says whether the rounds are at full speed, the third whether
---- VOTES blocks had MIN_SHARE.
-function M.full_speed(blocks, fastest)
-  local votes = voters(blocks, fastest, M.MIN_SHARE)
-  if #votes >= M.VOTES then return votes, true, true end
-  votes = voters(blocks, fastest, 0)
-  if #votes > 0 then return votes, true, false end
+  if #votes > 0 then return votes, true end
   for i, b in ipairs(blocks) do votes[i] = { prof = b.prof, plain = b.plain } end
-  return votes, false, false
+  return votes, false
 end
 
 -- The frame of Lua function f in data d.
@@ -370,7 +354,8 @@ function M.measure(p, n)
   local function enough()
     local fastest = M.fastest(probes)
     for _, kind in ipairs(bias.KINDS) do
-      if not select(3, M.full_speed(rounds_of(kind), fastest)) then return false end
+      local votes, full = M.full_speed(rounds_of(kind), fastest)
+      if not full or #votes < M.VOTES then return false end
     end
     return true
   end
