@@ -197,10 +197,10 @@ local probes, probe = {}, calibrate.prober(clock)
 -- round, what it added to measure(raw data) and, for each models[k], to measure(data with it
 -- subtracted) (cals[k]), and the times of the extras. As Profile:calibrate, only the rounds at
 -- the machine's full speed count: rounds are run until opts.rounds of them are (at most
--- MAX_ROUNDS times as many in all, about a second: the host's slow stretches seldom last longer;
--- all of them count when fewer than calibrate.MIN_ROUNDS are); the last results are how many
--- counted, of how many.
-local MAX_ROUNDS = 10
+-- MAX_ROUNDS times as many in all, about three seconds: a slow stretch of the host can last a
+-- second, and left a run's fib with none of 1,009 rounds at full speed; all of them count when
+-- fewer than calibrate.MIN_ROUNDS are); the last results are how many counted, of how many.
+local MAX_ROUNDS = 30
 local function rounds(fn, args, measure, models, extra)
   extra = extra or {}
   local alone = {}
