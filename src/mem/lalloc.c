@@ -246,7 +246,7 @@ ALWAYS void resize_in_place(lalloc *h, uint32_t w, size_t osize, size_t nsize) {
 
 /* Whether a block of `held` usable bytes (a slab object, or a large block) should stay where
    it is for nsize bytes: the same size class, or a large block at least half used. */
-static int fits_in_place(size_t held, int large, size_t nsize) {
+ALWAYS int fits_in_place(size_t held, int large, size_t nsize) {
   if (nsize > held) return 0;
   if (!large) return nsize <= LA_SMALL_MAX && class_size(size_class(nsize)) == held;
   return nsize > held / 2;
@@ -386,13 +386,18 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
   note_at(h, ev, p, n, ch, ch->map[chunk_page(p)]);
 }
 
+/* Block p of n bytes, just allocated or moved while `node` ran: attribution's note. */
+ALWAYS void note_block_attr(MemAttr *m, uint32_t node, void *p, size_t n) {
+  memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
+}
+
 /* An allocation of the fast path, under attribution: never with a trace (the gate is 0 then).
    The type slot comes from the side table: kept from the lua_Alloc, it would cost cprof's own
    path a register. */
 ALWAYS void *note_new(MemAttr *m, void *p, size_t n) {
   uint32_t node;
   if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
-  memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
+  note_block_attr(m, node, p, n);
   return p;
 }
 
@@ -509,11 +514,27 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
   return realloc_watched(h, p, osize, nsize);
 }
 
-/* A realloc under attribution alone (no trace, no blocks of `prev`): realloc_checked's
-   watched path, compiled for speed. */
+/* A realloc under attribution alone (no trace, no blocks of `prev`), compiled for speed: what
+   realloc_watched does, the free's note and the move's, with the old block's map word read
+   once and without note()'s dispatch; large blocks take realloc_watched. A block that was not
+   attributed has a continuation that is not either (memattr_node_now), so its realloc is
+   cprof's own but for the lookup. */
 NOTED static void *realloc_noted(lalloc *h, void *p, size_t osize, size_t nsize) {
   if (over_limit(h, osize, nsize)) return NULL;
-  return realloc_watched(h, p, osize, nsize);
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  if (UNLIKELY(w & MAP_LARGE)) return realloc_watched(h, p, osize, nsize);
+  MemAttr *m = h->attr;
+  SlabTab *empty;
+  if (!memattr_note_free(m, p, osize, (int)slot_at(w), w, &empty))
+    return realloc_at(h, ch, w, p, osize, nsize);
+  if (UNLIKELY(empty != NULL)) memattr_drop_table(m, empty);
+  m->freed_known = 1;
+  void *q = realloc_at(h, ch, w, p, osize, nsize);
+  uint32_t node = memattr_node_now(m, 1);
+  /* unchanged on failure: still there */
+  if (node != IDX_NONE) note_block_attr(m, node, q ? q : p, q ? nsize : osize);
+  return q;
 }
 
 /* ---- the lua_Alloc --------------------------------------------------------------------- */
