@@ -111,7 +111,7 @@ static int child(int variant, const char *script, const char *workload, const ch
   snprintf(sum, sizeof sum, "%s", lua_tostring(L, -1) ? lua_tostring(L, -1) : "?");
   if (variant == V_ATTR) {
     const MemStat *m = memattr_of(&attr, 1);
-    if (!m || m->allocs == 0 || attr.lost) {
+    if (!m || m->bytes == 0 || attr.lost) {
       fprintf(stderr, "bench-alloc: attribution charged nothing (%llu lost)\n",
               (unsigned long long)attr.lost);
       return 3;

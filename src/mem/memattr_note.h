@@ -54,14 +54,14 @@ MEMATTR_INLINE void memattr_remember(SlabTab *t, ObjAttr *o, uint32_t node, cpro
   t->live++;
 }
 
+/* A block of `size` bytes (never 0) charged to s, born at `at`. */
 MEMATTR_INLINE void memattr_count_alloc(MemStat *s, size_t size, int slot, cprof_ticks at) {
-  if (s->allocs == 0) {
-    s->first_alloc = at;
+  /* min - 1 wraps for min 0 (the first allocation): one test for both */
+  if (size - 1 < s->min - 1) {
+    if (s->min == 0) s->first_alloc = at;
     s->min = size;
   }
-  if (size < s->min) s->min = size;
   if (size > s->max) s->max = size;
-  s->allocs++;
   s->bytes += size;
   s->type_allocs[slot]++;
 }
@@ -71,12 +71,10 @@ MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_
                                       cprof_ticks at) {
   /* The clock never goes back; a birth rounded to a float may be a little late. */
   uint64_t life = at > birth ? (uint64_t)(at - birth) : 0;
-  if (s->frees == 0) s->life_min = life;
-  if (life < s->life_min) s->life_min = life;
+  if (s->freed == 0 || life < s->life_min) s->life_min = life;  /* freed 0: the first free */
   if (life > s->life_max) s->life_max = life;
   s->life_total += life;
   s->last_free = at;
-  s->frees++;
   s->freed += size;
   s->type_frees[slot]++;
 }
