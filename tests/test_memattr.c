@@ -20,12 +20,8 @@
 #include "util/fault.h"
 
 static uint32_t cur_node = 1;
+static const uint32_t *const where = &cur_node;
 static cprof_ticks clock_now;
-
-static uint32_t where(void *ud) {
-  (void)ud;
-  return cur_node;
-}
 
 static int run(lua_State *L, const char *code) {
   int ok = luaL_dostring(L, code) == LUA_OK;
@@ -47,7 +43,7 @@ static void test_exact(void) {
                "collectgarbage() collectgarbage('stop')"), "setup");
   MemAttr m = {0};
   clock_now = 100;
-  lalloc_attr_start(&m, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m, L, &where, &clock_now);
   CHECK(m.heap != NULL, "attribution runs on cprof's allocator");
   cur_node = 3;
   clock_now = 110;
@@ -99,7 +95,7 @@ static void test_moves(void) {
                "collectgarbage('stop')"), "setup");
   MemAttr m = {0};
   cur_node = 2;
-  lalloc_attr_start(&m, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m, L, &where, &clock_now);
   lua_getglobal(L, "grow");
   CHECK(lua_pcall(L, 0, 0, 0) == LUA_OK, "grow");
   lalloc_attr_stop(&m);
@@ -130,11 +126,11 @@ static void test_stale_tables(void) {
                "collectgarbage() collectgarbage('stop')"), "setup");
   MemAttr a = {0}, b = {0};
   cur_node = 7;
-  lalloc_attr_start(&a, L, where, NULL, &clock_now);
+  lalloc_attr_start(&a, L, &where, &clock_now);
   CHECK(call(L, "make_a"), "make_a");
   lalloc_attr_stop(&a);
   cur_node = 8;
-  lalloc_attr_start(&b, L, where, NULL, &clock_now);
+  lalloc_attr_start(&b, L, &where, &clock_now);
   CHECK(call(L, "drop_a") && call(L, "make_b") && call(L, "drop_b") && call(L, "make_b"), "b");
   lalloc_attr_stop(&b);
   const MemStat *sa = memattr_of(&a, 7), *sb = memattr_of(&b, 8);
@@ -167,7 +163,7 @@ static void test_far_numbers(void) {
   MemAttr m = {0};
   cur_node = 9;
   clock_now = 0;
-  lalloc_attr_start(&m, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m, L, &where, &clock_now);
   size_t made = 0;
   while (made < N && (blocks[made] = f(ud, NULL, 0, SIZE)) != NULL) made++;
   CHECK(made == N, "%zu blocks made", made);
@@ -209,7 +205,7 @@ static void test_limit(void) {
   MemAttr m = {0};
   cur_node = 2;
   clock_now = 0;
-  lalloc_attr_start(&m, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m, L, &where, &clock_now);
   char *p = f(ud, NULL, LUA_TTABLE, 40);
   CHECK(p != NULL, "a block");
   memset(p, 7, 40);
@@ -257,7 +253,7 @@ static void test_allocf(void) {
   CHECK(plain == lalloc_f && ud == h, "cprof's lua_Alloc");
   MemAttr m = {0};
   cur_node = 4;
-  lalloc_attr_start(&m, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m, L, &where, &clock_now);
   lua_Alloc during = lua_getallocf(L, &ud);
   CHECK(during != lalloc_f && ud == h && lalloc_of(L) == h, "attribution's own, the same heap");
   char *p = during(ud, NULL, LUA_TTABLE, 40);
@@ -278,7 +274,7 @@ static void test_allocf(void) {
   memattr_free(&m);
 
   MemAttr m2 = {0};
-  lalloc_attr_start(&m2, L, where, NULL, &clock_now);
+  lalloc_attr_start(&m2, L, &where, &clock_now);
   wrapped_f = lua_getallocf(L, &wrapped_ud);
   lua_setallocf(L, wrapper, NULL);
   lalloc_attr_stop(&m2);
@@ -299,7 +295,7 @@ static void test_out_of_memory(void) {
     MemAttr m = {0};
     cur_node = 5 + (uint32_t)n % 7 * 700;  /* far nodes: the node records grow too */
     fault_after(n);
-    lalloc_attr_start(&m, L, where, NULL, &clock_now);
+    lalloc_attr_start(&m, L, &where, &clock_now);
     int ok = run(L, "local s = 0 for i = 1, 200 do keep[i] = { string.rep('y', 4000 + i * 3) } "
                     "s = s + #keep[i][1] end result = s keep = nil collectgarbage()");
     fault_after(-1);

@@ -167,6 +167,16 @@ SLOW static void *alloc_large(lalloc *h, unsigned slot, size_t n) {
   return p;
 }
 
+/* The pop of the fast path: an object of n bytes from cache c, whose magazine holds k > 0. */
+ALWAYS void *alloc_pop(lalloc *h, cache *c, uint32_t k, size_t n) {
+  void *p = c->mag[k - 1];
+  c->nmag = k - 1;
+  c->allocs++;
+  c->req += n;
+  h->live += n;
+  return p;
+}
+
 /* A block of n bytes for type slot `slot`; counts it. No limit check. */
 ALWAYS void *alloc_slot(lalloc *h, unsigned slot, size_t n) {
   if (UNLIKELY(n > LA_SMALL_MAX)) return alloc_large(h, slot, n);
@@ -174,12 +184,7 @@ ALWAYS void *alloc_slot(lalloc *h, unsigned slot, size_t n) {
   cache *c = h->caches[slot * LA_NCLASS + cls];
   uint32_t k = c->nmag;
   if (UNLIKELY(k == 0)) return alloc_small_slow(h, slot, cls, n);
-  void *p = c->mag[k - 1];
-  c->nmag = k - 1;
-  c->allocs++;
-  c->req += n;
-  h->live += n;
-  return p;
+  return alloc_pop(h, c, k, n);
 }
 
 /* ---- freeing --------------------------------------------------------------------------- */
@@ -386,9 +391,9 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
   note_at(h, ev, p, n, ch, ch->map[chunk_page(p)]);
 }
 
-/* Block p of n bytes, just allocated or moved while `node` ran: attribution's note. */
-ALWAYS void note_block_attr(MemAttr *m, uint32_t node, void *p, size_t n) {
-  memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
+/* Block p of n bytes, just allocated or moved while `node` ran: attribution's note. Returns p. */
+ALWAYS void *note_block_attr(MemAttr *m, uint32_t node, void *p, size_t n) {
+  return memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
 }
 
 /* An allocation of the fast path, under attribution: never with a trace (the gate is 0 then).
@@ -397,8 +402,7 @@ ALWAYS void note_block_attr(MemAttr *m, uint32_t node, void *p, size_t n) {
 ALWAYS void *note_new(MemAttr *m, void *p, size_t n) {
   uint32_t node;
   if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
-  note_block_attr(m, node, p, n);
-  return p;
+  return note_block_attr(m, node, p, n);
 }
 
 NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) { return note_new(m, p, n); }
@@ -567,11 +571,22 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
   return realloc_ours(h, ptr, osize, nsize);
 }
 
-/* lalloc_f's allocation under attribution, in one function (one set of registers saved) apart
-   from lalloc_f_attr, which then saves none. */
+/* alloc_attr's allocations that the pop does not serve: a large block, an empty magazine. */
+SLOW static void *alloc_attr_slow(lalloc *h, unsigned slot, size_t n) {
+  return note_new(h->attr, alloc_slot(h, slot, n), n);
+}
+
+/* lalloc_f's allocation under attribution, apart from lalloc_f_attr, which then saves no
+   register. Every call it makes is its last act (a jump: the rare cases, alloc_attr_slow and
+   memattr_alloc_rare), so that it saves no register either. */
 NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
   if (UNLIKELY(h->live + n > h->gate)) return alloc_checked(h, tag, n);
-  return note_new(h->attr, alloc_slot(h, slot_of(tag), n), n);
+  unsigned slot = slot_of(tag);
+  if (UNLIKELY(n > LA_SMALL_MAX)) return alloc_attr_slow(h, slot, n);
+  cache *c = h->caches[slot * LA_NCLASS + size_class(n)];
+  uint32_t k = c->nmag;
+  if (UNLIKELY(k == 0)) return alloc_attr_slow(h, slot, n);
+  return note_new(h->attr, alloc_pop(h, c, k, n), n);
 }
 
 /* The lua_Alloc of a state while memory attribution runs on it (lalloc_attr_start puts it in
@@ -685,7 +700,7 @@ static void swap_allocf(lalloc *h, lua_Alloc from, lua_Alloc to) {
   if (h->main && lua_getallocf(h->main, &ud) == from && ud == h) lua_setallocf(h->main, to, h);
 }
 
-void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
+void lalloc_attr_start(MemAttr *m, lua_State *L, const uint32_t *const *node_at,
                        const cprof_ticks *now) {
   lalloc *h = lalloc_of(L);
   if (!h) return;
@@ -693,8 +708,7 @@ void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *wher
   m->heap = h;
   m->used = 1;
   m->now = now;
-  m->where = where;
-  m->where_ud = where_ud;
+  m->node_at = node_at;
   lalloc_set_thread(h, L);
   lalloc_observe(h, m);
   swap_allocf(h, lalloc_f, lalloc_f_attr);

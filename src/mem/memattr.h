@@ -78,9 +78,6 @@ typedef struct SlabTab {
   uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
 } SlabTab;
 
-/* The node to charge now (IDX_NONE: none is running); `ud` is what lalloc_attr_start was given. */
-typedef uint32_t (*memattr_where)(void *ud);
-
 typedef struct MemAttr {
   struct lalloc *heap;     /* the allocator observed, while attributing */
   int used;                /* memory was attributed: reports show it */
@@ -97,8 +94,9 @@ typedef struct MemAttr {
   uint32_t *free_nums;     /* the free numbers, to reuse */
   uint32_t nfree, cfree;
   uint64_t lost;           /* allocations not charged: out of memory */
-  memattr_where where;
-  void *where_ud;
+  /* The node to charge now is **node_at (IDX_NONE: none is running), which the profiler
+     keeps up to date (tables/stacks.h, cur_top): an allocation reads it with no call. */
+  const uint32_t *const *node_at;
   const cprof_ticks *now;  /* the profile's clock at the last event */
   cprof_ticks t0;          /* its value when attribution first started */
 } MemAttr;

@@ -3,7 +3,7 @@
  * inline in the allocator (mem/lalloc.c) after the fast path's pop, in the free's and
  * realloc's paths of attribution and in the checked paths, which have the block's page-map
  * word, hence its slab, type slot and side table's number, at hand: the common case (a slab
- * object, a node with a record, a slab with a side table) makes no call but where(). The rest
+ * object, a node with a record, a slab with a side table) makes no call. The rest
  * is in memattr.c. Apart from memattr.h, since it needs the allocator's internals (mem/slab.h),
  * which the profiler's other files need not see.
  */
@@ -18,9 +18,10 @@
 #define MEMATTR_INLINE static inline __attribute__((always_inline))
 
 /* An allocation memattr_note_alloc leaves: a node with no record yet, a slab with no side table
-   yet, a large block; w the map word of its page. */
-void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
-                        cprof_ticks at);
+   yet, a large block; w the map word of its page. Returns the block, so that the allocator's
+   paths can end with a jump here (and keep no register across a call). */
+void *memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
+                         cprof_ticks at);
 /* The free of a large block; whether it was attributed. */
 int memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
 /* The side table's last attributed object is gone. */
@@ -83,26 +84,24 @@ MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_
    cprof's own hook are not the program's; a block born before the profile (the string table, a
    stack, a table made earlier) that Lua moves (moved 1: a realloc continues the block just
    freed) stays out of it: its allocation was not the program's code running now. Apart from
-   memattr_note_alloc so that a caller can ask before it reads anything else, and keep less
-   across the profiler's call. */
+   memattr_note_alloc so that a caller can ask before it reads anything else. */
 MEMATTR_INLINE uint32_t memattr_node_now(MemAttr *m, int moved) {
   if (m->in_hook || (moved && !m->freed_known)) return IDX_NONE;
-  return m->where(m->where_ud);
+  return **m->node_at;
 }
 
 /* Block `block` of `size` bytes (w the map word of its page) was just allocated while `node`
-   (memattr_node_now, not IDX_NONE) ran. */
-MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, uint32_t node, void *block, size_t size,
-                                      uint32_t w) {
+   (memattr_node_now, not IDX_NONE) ran. Returns the block. */
+MEMATTR_INLINE void *memattr_note_alloc(MemAttr *m, uint32_t node, void *block, size_t size,
+                                       uint32_t w) {
   cprof_ticks at = *m->now - m->t0;
   SlabTab *t;
   ObjAttr *o;
-  if (__builtin_expect(node >= m->cstats || (w & MAP_LARGE) || !memattr_entry(m, block, w, &t, &o), 0)) {
-    memattr_alloc_rare(m, block, size, w, node, at);
-    return;
-  }
+  if (__builtin_expect(node >= m->cstats || (w & MAP_LARGE) || !memattr_entry(m, block, w, &t, &o), 0))
+    return memattr_alloc_rare(m, block, size, w, node, at);
   memattr_remember(t, o, node, at);
   memattr_count_alloc(&m->stats[node], size, (int)t->slot, at);
+  return block;
 }
 
 /* Block `block` (w the map word of its page) is about to be freed: credited to its node if it
