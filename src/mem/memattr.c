@@ -65,12 +65,13 @@ static SlabTab *new_table(MemAttr *m, slab *s) {
 /* The last attributed object of the table's slab is gone (the slab is still there: that object
    is being freed): its number is free again (a free slot of free_nums was reserved when the
    table was made, so this cannot fail). */
-void memattr_drop_table(MemAttr *m, SlabTab *t) {
+void *memattr_drop_table(MemAttr *m, SlabTab *t) {
   uint32_t num = (uint32_t)(t - m->tabs);
   free(t->obj);
   set_number((slab *)(t->base - SLAB_HDR), 0);
   *t = (SlabTab){0};
   m->free_nums[m->nfree++] = num;
+  return NULL;
 }
 
 void *memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,

@@ -24,8 +24,9 @@ void *memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint3
                          cprof_ticks at);
 /* The free of a large block; whether it was attributed. */
 int memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
-/* The side table's last attributed object is gone. */
-void memattr_drop_table(MemAttr *m, SlabTab *t);
+/* The side table's last attributed object is gone. Returns NULL (what lua_Alloc returns for a
+   free: so that a free's path can end with a jump here). */
+void *memattr_drop_table(MemAttr *m, SlabTab *t);
 
 /* The entry of object p of the slab t describes. */
 MEMATTR_INLINE ObjAttr *memattr_obj(const SlabTab *t, const void *p) {
