@@ -526,9 +526,8 @@ NOTED static void *realloc_noted(lalloc *h, void *p, size_t osize, size_t nsize)
   if (!memattr_note_free(m, p, osize, (int)slot_at(w), w, &empty))
     return realloc_at(h, ch, w, p, osize, nsize);
   if (UNLIKELY(empty != NULL)) memattr_drop_table(m, empty);
-  m->freed_known = 1;
   void *q = realloc_at(h, ch, w, p, osize, nsize);
-  uint32_t node = memattr_node_now(m, 1);
+  uint32_t node = memattr_node_now(m, 0);  /* the block was attributed: its move may be */
   /* unchanged on failure: still there */
   if (node != IDX_NONE) note_block_attr(m, node, q ? q : p, q ? nsize : osize);
   return q;
