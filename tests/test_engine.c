@@ -46,18 +46,30 @@ static void in(Profiler *P, Stack *st, cprof_ticks now) {
   if (st == P->stacks.cur) return;
   Stack *from = P->stacks.cur;
   if (eng_switch(P, from, st, now)) stk_drop(&P->stacks, from);
-  P->stacks.cur = st;
+  stk_set_cur(&P->stacks, st);
+}
+
+/* What memory attribution reads as the node running now (**node_at) is the current stack's
+   top frame's node, IDX_NONE with no frame or no current stack. */
+static void expect_top(const Profiler *P, cprof_ticks now) {
+  const Stack *st = P->stacks.cur;
+  uint32_t want = st && st->n > 0 ? st->f[st->n - 1].node : IDX_NONE;
+  CHECK(*P->stacks.cur_top == want, "at %lld the running node is %u, not %u", (long long)now,
+        *P->stacks.cur_top, want);
 }
 
 static void call(Profiler *P, Stack *st, int ci, int parent, uint32_t e, cprof_ticks now) {
   in(P, st, now);
   CHECK(eng_call(P, st, CI(ci), parent ? CI(parent) : NULL, e, now) == 0, "call at %lld",
         (long long)now);
+  CHECK(*P->stacks.cur_top != IDX_NONE, "a frame runs at %lld", (long long)now);
+  expect_top(P, now);
 }
 
 static void ret(Profiler *P, Stack *st, int ci, cprof_ticks now) {
   in(P, st, now);
   eng_return(P, st, CI(ci), now, P->tracing);
+  expect_top(P, now);
 }
 
 static void expect(const Stat *s, const char *what, uint64_t ncalls, uint64_t pcalls,
@@ -99,7 +111,7 @@ static Stack *setup(Profiler *P, lua_State *L) {
   CHECK(prof_init(P, &fake) == 0, "prof_init");
   Stack *st = stk_new(&P->stacks, P, L);
   CHECK(st != NULL, "stack");
-  P->stacks.cur = st;
+  stk_set_cur(&P->stacks, st);
   return st;
 }
 
@@ -114,6 +126,7 @@ static void test_recursion(lua_State *L) {
   ret(&P, st, 3, 6);   /* own 3 */
   ret(&P, st, 2, 10);  /* 9, of which 3 in the inner f: own 6 */
   ret(&P, st, 1, 15);  /* 15, of which 9 inside: own 6 */
+  CHECK(*P.stacks.cur_top == IDX_NONE, "no frame runs");
   expect(&P.fns.entries[f].s, "f", 3, 1, 15, 15);
   expect(edge(&P, f, f), "f -> f", 2, 1, 9, 9);
   expect(node(&P, (uint32_t[]){f}, 1), "node f (recursion folds into it)", 3, 1, 15, 15);
@@ -231,6 +244,7 @@ static void test_shared(lua_State *L) {
   call(&P, main_st, 3, 1, f, 4);  /* recursive: main's own f is open */
   ret(&P, main_st, 3, 5);
   eng_flush(&P, main_st, 10);     /* the coroutine's frames end when it was suspended */
+  expect_top(&P, 10);
   expect(&P.fns.entries[f].s, "f", 3, 2, 8, 10);
   expect(&P.fns.entries[g].s, "g", DEPTH, 1, 0, 0);
   expect(edge(&P, g, g), "g -> g", DEPTH - 1, 1, 0, 0);
@@ -248,9 +262,39 @@ static void test_flush(lua_State *L) {
   call(&P, st, 1, 0, f, 0);
   call(&P, st, 2, 1, disable, 4);
   eng_flush(&P, st, 10);
+  expect_top(&P, 10);
   expect(&P.fns.entries[f].s, "f", 1, 1, 10, 10);
   expect(&P.fns.entries[disable].s, "disable", 0, 0, 0, 0);
   CHECK(st->n == 0, "every frame closed");
+  stk_drop(&P.stacks, st);
+  CHECK(P.stacks.cur == NULL && *P.stacks.cur_top == IDX_NONE, "no current stack, no node");
+  prof_free(&P);
+}
+
+/* A filtered-out function h holds its caller's records: while it runs, and while a function
+   it calls returns to it, memory is charged to f's node (call and ret check it every time);
+   h as the body of a coroutine holds the records of the frame that resumed it. */
+static void test_hidden_top(lua_State *L) {
+  Profiler P;
+  Stack *st = setup(&P, L);
+  uint32_t f = func(&P, "f"), h = func(&P, "h"), g = func(&P, "g");
+  P.fns.entries[h].filter = FILTER_OUT;
+  call(&P, st, 1, 0, f, 0);
+  uint32_t f_node = *P.stacks.cur_top;
+  call(&P, st, 2, 1, h, 1);
+  CHECK(*P.stacks.cur_top == f_node, "h runs: f's node");
+  call(&P, st, 3, 2, g, 2);
+  CHECK(*P.stacks.cur_top != f_node, "g has a node of its own");
+  ret(&P, st, 3, 3);
+  CHECK(*P.stacks.cur_top == f_node, "back in h: f's node");
+  ret(&P, st, 2, 4);
+  lua_State *co;
+  Stack *co_st = coroutine_stack(&P, L, &co);
+  call(&P, st, 4, 1, g, 5);  /* g resumes the coroutine */
+  uint32_t g_node = *P.stacks.cur_top;
+  call(&P, co_st, 10, 0, h, 6);
+  CHECK(g_node != f_node && *P.stacks.cur_top == g_node, "h in the coroutine: g's node");
+  lua_pop(L, 1);
   prof_free(&P);
 }
 
@@ -306,6 +350,7 @@ int main(void) {
   test_coroutine(L);
   test_shared(L);
   test_flush(L);
+  test_hidden_top(L);
   test_trace(L);
   lua_close(L);
   return ctest_done("test_engine");

@@ -289,10 +289,8 @@ static void test_states(void) {
 
 /* Memory attribution told of each allocation and free by the heap (lalloc_observe, which
    lalloc_attr_start calls), every block charged to node 1. */
-static uint32_t node_one(void *ud) {
-  (void)ud;
-  return 1;
-}
+static const uint32_t node_one = 1;
+static const uint32_t *const node_at = &node_one;
 
 static void test_observer_and_trace(void) {
   lua_State *L = cprof_newstate();
@@ -304,7 +302,7 @@ static void test_observer_and_trace(void) {
   size_t before = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB, 0);
   MemAttr m = {0};
   cprof_ticks now = 0;
-  lalloc_attr_start(&m, L, node_one, NULL, &now);
+  lalloc_attr_start(&m, L, &node_at, &now);
   CHECK(m.heap == h, "attribution observes the heap");
   CHECK(luaL_dostring(L, "keep = {} for i = 1, 1000 do keep[i] = {} end") == LUA_OK, "run");
   lalloc_attr_stop(&m);

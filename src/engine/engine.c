@@ -26,6 +26,7 @@ static void discard_top(Profiler *P, Stack *st, cprof_ticks now) {
   if (P->tracing && !trace_retract(&P->trace, st->id, st->f[st->n - 1].node))
     eng_trace_return(P, st, now);
   const Frame *f = &st->f[--st->n];
+  stk_popped(st, f);
   mark_active(P, f, -1);
   if (f->first) st->first_head = f->prev_first;
 }
@@ -97,6 +98,7 @@ int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   if (r && r->n > 0) under = r->f[r->n - 1];  /* a copy: growing st may move it */
   if (st->n == st->cap && stk_grow(&P->stacks, st)) return -1;
   Frame *fr = &st->f[st->n++];
+  st->top = under.node;
   *fr = under;
   fr->ci = ci;
   fr->t0 = now - st->away;

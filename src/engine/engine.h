@@ -84,7 +84,7 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
   fr->link = lk;
   fr->entry = l->entry;
   fr->edge = l->edge;
-  fr->node = l->node;
+  fr->node = st->top = l->node;
   fr->line = IDX_NONE;
   fr->hidden = 0;
   int first = 0;
@@ -109,6 +109,7 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
 static inline __attribute__((always_inline)) void eng_pop(Profiler *P, Stack *st,
                                                           cprof_ticks now) {
   Frame *fr = &st->f[--st->n];
+  stk_popped(st, fr);
   /* A hidden frame's own time stays its caller's own time: only its callees' is passed on. */
   if (__builtin_expect(fr->hidden, 0)) {
     if (st->n > 0) {

@@ -294,7 +294,7 @@ static inline __attribute__((always_inline)) void record(Profiler *P, Stack *st,
     now = clock_at(&P->clock, in);
     P->mem.in_hook = 1;
     if (eng_switch(P, from, st, now)) thr_drop(P, from);
-    P->stacks.cur = st;
+    stk_set_cur(&P->stacks, st);
     if (P->mem.heap) lalloc_set_thread(P->mem.heap, L);
     P->mem.in_hook = 0;
     switched = 1;
@@ -400,13 +400,13 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   }
   if (main_st) install(main_st, M);
   install(st, L);
-  P->stacks.cur = st;
+  stk_set_cur(&P->stacks, st);
   P->stacks.main = main_st ? main_st : st;
   P->enabled = 1;
   lua_pushlightuserdata(L, P);
   lua_rawsetp(L, LUA_REGISTRYINDEX, &PROFILER_KEY);
   thr_remember(L, st);
-  lalloc_attr_start(&P->mem, L, stk_running_node, &P->stacks, &P->clock.vlast);
+  lalloc_attr_start(&P->mem, L, &P->stacks.cur_top, &P->clock.vlast);
   return NULL;
 }
 
@@ -426,7 +426,7 @@ void hook_disable(Profiler *P, lua_State *L) {
   thr_release(P, L, hook_event);
   eng_flush(P, cur ? cur : P->stacks.cur, now);
   thr_drop_all(P);
-  P->stacks.cur = NULL;
+  stk_set_cur(&P->stacks, NULL);
   P->enabled = 0;
   unregister(L);
   if (P->jit_was_on) compat_jit_on(L);

@@ -167,6 +167,16 @@ SLOW static void *alloc_large(lalloc *h, unsigned slot, size_t n) {
   return p;
 }
 
+/* The pop of the fast path: an object of n bytes from cache c, whose magazine holds k > 0. */
+ALWAYS void *alloc_pop(lalloc *h, cache *c, uint32_t k, size_t n) {
+  void *p = c->mag[k - 1];
+  c->nmag = k - 1;
+  c->allocs++;
+  c->req += n;
+  h->live += n;
+  return p;
+}
+
 /* A block of n bytes for type slot `slot`; counts it. No limit check. */
 ALWAYS void *alloc_slot(lalloc *h, unsigned slot, size_t n) {
   if (UNLIKELY(n > LA_SMALL_MAX)) return alloc_large(h, slot, n);
@@ -174,12 +184,7 @@ ALWAYS void *alloc_slot(lalloc *h, unsigned slot, size_t n) {
   cache *c = h->caches[slot * LA_NCLASS + cls];
   uint32_t k = c->nmag;
   if (UNLIKELY(k == 0)) return alloc_small_slow(h, slot, cls, n);
-  void *p = c->mag[k - 1];
-  c->nmag = k - 1;
-  c->allocs++;
-  c->req += n;
-  h->live += n;
-  return p;
+  return alloc_pop(h, c, k, n);
 }
 
 /* ---- freeing --------------------------------------------------------------------------- */
@@ -246,7 +251,7 @@ ALWAYS void resize_in_place(lalloc *h, uint32_t w, size_t osize, size_t nsize) {
 
 /* Whether a block of `held` usable bytes (a slab object, or a large block) should stay where
    it is for nsize bytes: the same size class, or a large block at least half used. */
-static int fits_in_place(size_t held, int large, size_t nsize) {
+ALWAYS int fits_in_place(size_t held, int large, size_t nsize) {
   if (nsize > held) return 0;
   if (!large) return nsize <= LA_SMALL_MAX && class_size(size_class(nsize)) == held;
   return nsize > held / 2;
@@ -386,14 +391,18 @@ ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
   note_at(h, ev, p, n, ch, ch->map[chunk_page(p)]);
 }
 
+/* Block p of n bytes, just allocated or moved while `node` ran: attribution's note. Returns p. */
+ALWAYS void *note_block_attr(MemAttr *m, uint32_t node, void *p, size_t n) {
+  return memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
+}
+
 /* An allocation of the fast path, under attribution: never with a trace (the gate is 0 then).
    The type slot comes from the side table: kept from the lua_Alloc, it would cost cprof's own
    path a register. */
 ALWAYS void *note_new(MemAttr *m, void *p, size_t n) {
   uint32_t node;
   if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
-  memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)]);
-  return p;
+  return note_block_attr(m, node, p, n);
 }
 
 NOTED static void *alloc_noted(MemAttr *m, void *p, size_t n) { return note_new(m, p, n); }
@@ -423,7 +432,8 @@ SLOW static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
   return p;
 }
 
-NOTED static void free_checked(lalloc *h, void *p, size_t osize) {
+/* (NULL, what lua_Alloc returns for a free: so that a free's path can end with a jump here.) */
+NOTED static void *free_checked(lalloc *h, void *p, size_t osize) {
   if (h->foreign && !chunkset_owns(&h->cs, p)) {
     int final = p == h->final_block;
     h->live -= osize;
@@ -431,42 +441,34 @@ NOTED static void free_checked(lalloc *h, void *p, size_t osize) {
     h->foreign_frees++;
     h->prevf(h->prevud, p, osize, 0);
     if (final) lalloc_delete(h);
-    return;
+    return NULL;
   }
   chunk *ch = chunk_of(p);
   uint32_t w = ch->map[chunk_page(p)];
   if (h->watched) note_at(h, LALLOC_EV_FREE, p, osize, ch, w);
   free_at(h, ch, w, p, osize);
+  return NULL;
 }
 
 /* A free under attribution alone (no trace, no blocks of `prev`): the fast path's push, then
    attribution's side (the object's slab stays: it is in the magazine), without the checked
-   path's tests. Large blocks and a full magazine take the checked path. */
-ALWAYS void free_noted_at(lalloc *h, void *p, size_t osize) {
+   path's tests. Large blocks and a full magazine take the checked path. Returns NULL (what
+   lua_Alloc returns for a free, so that a lua_Alloc can end with a jump here); every call it
+   makes is a jump too, so that it saves no register and moves no stack pointer. */
+NOTED static void *free_noted(lalloc *h, void *p, size_t osize) {
   chunk *ch = chunk_of(p);
   uint32_t w = ch->map[chunk_page(p)];
-  if (UNLIKELY(w & MAP_LARGE)) {
-    free_checked(h, p, osize);
-    return;
-  }
+  if (UNLIKELY(w & MAP_LARGE)) return free_checked(h, p, osize);
   cache *c = h->caches[MAP_SLAB_ID(w)];
   uint32_t k = c->nmag;
-  if (UNLIKELY(k == c->max_mag)) {  /* the magazine drains: a call, off this path */
-    free_checked(h, p, osize);
-    return;
-  }
+  if (UNLIKELY(k == c->max_mag)) return free_checked(h, p, osize);  /* the magazine drains */
   h->live -= osize;
   c->req -= osize;
   c->mag[k] = p;
   c->nmag = k + 1;
   SlabTab *empty;
   memattr_note_free(h->attr, p, osize, c->type, w, &empty);
-  if (UNLIKELY(empty != NULL)) memattr_drop_table(h->attr, empty);
-}
-
-/* (NULL, what lua_Alloc returns for a free: so that a lua_Alloc can end with a jump here.) */
-NOTED static void *free_noted(lalloc *h, void *p, size_t osize) {
-  free_noted_at(h, p, osize);
+  if (UNLIKELY(empty != NULL)) return memattr_drop_table(h->attr, empty);
   return NULL;
 }
 
@@ -509,11 +511,26 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
   return realloc_watched(h, p, osize, nsize);
 }
 
-/* A realloc under attribution alone (no trace, no blocks of `prev`): realloc_checked's
-   watched path, compiled for speed. */
+/* A realloc under attribution alone (no trace, no blocks of `prev`), compiled for speed: what
+   realloc_watched does, the free's note and the move's, with the old block's map word read
+   once and without note()'s dispatch; large blocks take realloc_watched. A block that was not
+   attributed has a continuation that is not either (memattr_node_now), so its realloc is
+   cprof's own but for the lookup. */
 NOTED static void *realloc_noted(lalloc *h, void *p, size_t osize, size_t nsize) {
   if (over_limit(h, osize, nsize)) return NULL;
-  return realloc_watched(h, p, osize, nsize);
+  chunk *ch = chunk_of(p);
+  uint32_t w = ch->map[chunk_page(p)];
+  if (UNLIKELY(w & MAP_LARGE)) return realloc_watched(h, p, osize, nsize);
+  MemAttr *m = h->attr;
+  SlabTab *empty;
+  if (!memattr_note_free(m, p, osize, (int)slot_at(w), w, &empty))
+    return realloc_at(h, ch, w, p, osize, nsize);
+  if (UNLIKELY(empty != NULL)) memattr_drop_table(m, empty);
+  void *q = realloc_at(h, ch, w, p, osize, nsize);
+  uint32_t node = memattr_node_now(m, 0);  /* the block was attributed: its move may be */
+  /* unchanged on failure: still there */
+  if (node != IDX_NONE) note_block_attr(m, node, q ? q : p, q ? nsize : osize);
+  return q;
 }
 
 /* ---- the lua_Alloc --------------------------------------------------------------------- */
@@ -546,11 +563,22 @@ void *lalloc_f(void *ud, void *ptr, size_t osize, size_t nsize) {
   return realloc_ours(h, ptr, osize, nsize);
 }
 
-/* lalloc_f's allocation under attribution, in one function (one set of registers saved) apart
-   from lalloc_f_attr, which then saves none. */
+/* alloc_attr's allocations that the pop does not serve: a large block, an empty magazine. */
+SLOW static void *alloc_attr_slow(lalloc *h, unsigned slot, size_t n) {
+  return note_new(h->attr, alloc_slot(h, slot, n), n);
+}
+
+/* lalloc_f's allocation under attribution, apart from lalloc_f_attr, which then saves no
+   register. Every call it makes is its last act (a jump: the rare cases, alloc_attr_slow and
+   memattr_alloc_rare), so that it saves no register either. */
 NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
   if (UNLIKELY(h->live + n > h->gate)) return alloc_checked(h, tag, n);
-  return note_new(h->attr, alloc_slot(h, slot_of(tag), n), n);
+  unsigned slot = slot_of(tag);
+  if (UNLIKELY(n > LA_SMALL_MAX)) return alloc_attr_slow(h, slot, n);
+  cache *c = h->caches[slot * LA_NCLASS + size_class(n)];
+  uint32_t k = c->nmag;
+  if (UNLIKELY(k == 0)) return alloc_attr_slow(h, slot, n);
+  return note_new(h->attr, alloc_pop(h, c, k, n), n);
 }
 
 /* The lua_Alloc of a state while memory attribution runs on it (lalloc_attr_start puts it in
@@ -664,7 +692,7 @@ static void swap_allocf(lalloc *h, lua_Alloc from, lua_Alloc to) {
   if (h->main && lua_getallocf(h->main, &ud) == from && ud == h) lua_setallocf(h->main, to, h);
 }
 
-void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
+void lalloc_attr_start(MemAttr *m, lua_State *L, const uint32_t *const *node_at,
                        const cprof_ticks *now) {
   lalloc *h = lalloc_of(L);
   if (!h) return;
@@ -672,8 +700,7 @@ void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *wher
   m->heap = h;
   m->used = 1;
   m->now = now;
-  m->where = where;
-  m->where_ud = where_ud;
+  m->node_at = node_at;
   lalloc_set_thread(h, L);
   lalloc_observe(h, m);
   swap_allocf(h, lalloc_f, lalloc_f_attr);

@@ -64,12 +64,12 @@ size_t lalloc_limit(const lalloc *h);
 /* Every allocation and free is told to attribution m from now on (NULL: none). */
 void lalloc_observe(lalloc *h, MemAttr *m);
 /* Starts attribution m if L's state allocates with cprof's allocator; else does nothing. Each
-   allocation is charged to the node where(where_ud) names, at time *now. The allocator calls
+   allocation is charged to the node **node_at, at time *now (mem/memattr.h). The allocator calls
    into attribution (mem/memattr_note.h), never the reverse: attaching it is the allocator's.
    Until lalloc_attr_stop, the state's lua_Alloc (lua_getallocf) is another function of this
    heap, with attribution's work inline; lalloc_of accepts it, and kept by a program it serves
    as lalloc_f does after the stop. */
-void lalloc_attr_start(MemAttr *m, lua_State *L, memattr_where where, void *where_ud,
+void lalloc_attr_start(MemAttr *m, lua_State *L, const uint32_t *const *node_at,
                        const cprof_ticks *now);
 /* Stops it (the blocks allocated meanwhile stay charged: they are live at the end) and puts
    lalloc_f back, unless the program put a lua_Alloc of its own in front meanwhile. */

@@ -65,19 +65,20 @@ static SlabTab *new_table(MemAttr *m, slab *s) {
 /* The last attributed object of the table's slab is gone (the slab is still there: that object
    is being freed): its number is free again (a free slot of free_nums was reserved when the
    table was made, so this cannot fail). */
-void memattr_drop_table(MemAttr *m, SlabTab *t) {
+void *memattr_drop_table(MemAttr *m, SlabTab *t) {
   uint32_t num = (uint32_t)(t - m->tabs);
   free(t->obj);
   set_number((slab *)(t->base - SLAB_HDR), 0);
   *t = (SlabTab){0};
   m->free_nums[m->nfree++] = num;
+  return NULL;
 }
 
-void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
-                        cprof_ticks at) {
+void *memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
+                         cprof_ticks at) {
   if (node >= m->cstats && array_reserve((void **)&m->stats, &m->cstats, sizeof *m->stats, node, 512)) {
     m->lost++;
-    return;
+    return block;
   }
   int slot;
   if (!(w & MAP_LARGE)) {
@@ -87,7 +88,7 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32
     if (!t && (array_reserve((void **)&m->free_nums, &m->cfree, sizeof *m->free_nums, m->ntabs, 64) ||
                !(t = new_table(m, sl)))) {
       m->lost++;
-      return;
+      return block;
     }
     memattr_remember(t, memattr_obj(t, block), node, at);
     slot = (int)t->slot;
@@ -96,12 +97,13 @@ void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32
         array_reserve((void **)&m->blocks, &m->cblocks, sizeof *m->blocks, m->nblocks, 64) ||
         idxmap_put(&m->by_block, block_hash(block), m->nblocks)) {
       m->lost++;
-      return;
+      return block;
     }
     m->blocks[m->nblocks++] = (Block){block, node, at};
     slot = (int)MAP_LARGE_TYPE(w);
   }
   memattr_count_alloc(&m->stats[node], size, slot, at);
+  return block;
 }
 
 int memattr_free_large(MemAttr *m, void *block, size_t size, int slot) {

@@ -31,16 +31,24 @@ struct slab;
    LA_OTHER): raw, string, table, function, userdata, thread, upvalue, proto, other. */
 enum { MEM_NTYPES = 9 };
 
-/* Memory charged to one call-tree node (MemProf's record fields). */
+/* Memory charged to one call-tree node (MemProf's record fields): what an allocation updates,
+   then what a free does. The numbers of allocations and frees are the sums of the per-type
+   counts (memattr_allocs, memattr_frees): an event stores one count, not two. */
 typedef struct MemStat {
-  uint64_t allocs, frees;
-  uint64_t bytes, freed;   /* live at the end: bytes - freed */
-  uint64_t min, max;       /* smallest and largest allocation */
+  uint64_t bytes;          /* allocated; live at the end: bytes - freed; 0: no allocation (no
+                              block has 0 bytes) */
+  uint64_t min, max;       /* smallest and largest allocation; min 0: none yet */
+  cprof_ticks first_alloc; /* profile ticks since attribution started */
+  uint64_t type_allocs[MEM_NTYPES];  /* by type slot */
+  uint64_t freed;          /* 0: no free */
   /* MemProf's lifetimes, over the blocks freed: sum, shortest, longest (profile ticks) */
   uint64_t life_total, life_min, life_max;
-  cprof_ticks first_alloc, last_free;  /* profile ticks since attribution started */
-  uint64_t type_allocs[MEM_NTYPES], type_frees[MEM_NTYPES];  /* by type slot */
+  cprof_ticks last_free;
+  uint64_t type_frees[MEM_NTYPES];
+  uint64_t pad_[5];        /* 256 bytes: a node's record is found by a shift, not a multiply */
 } MemStat;
+
+_Static_assert(sizeof(MemStat) == 256, "a node's record is found by a shift");
 
 /* A live large block allocated while attributing, and the node it is charged to. */
 typedef struct Block {
@@ -70,9 +78,6 @@ typedef struct SlabTab {
   uint64_t inv;            /* 2^32 / object size, rounded up: an object's index by a multiply */
 } SlabTab;
 
-/* The node to charge now (IDX_NONE: none is running); `ud` is what lalloc_attr_start was given. */
-typedef uint32_t (*memattr_where)(void *ud);
-
 typedef struct MemAttr {
   struct lalloc *heap;     /* the allocator observed, while attributing */
   int used;                /* memory was attributed: reports show it */
@@ -89,14 +94,27 @@ typedef struct MemAttr {
   uint32_t *free_nums;     /* the free numbers, to reuse */
   uint32_t nfree, cfree;
   uint64_t lost;           /* allocations not charged: out of memory */
-  memattr_where where;
-  void *where_ud;
+  /* The node to charge now is **node_at (IDX_NONE: none is running), which the profiler
+     keeps up to date (tables/stacks.h, cur_top): an allocation reads it with no call. */
+  const uint32_t *const *node_at;
   const cprof_ticks *now;  /* the profile's clock at the last event */
   cprof_ticks t0;          /* its value when attribution first started */
 } MemAttr;
 
 /* Forgets every number. */
 void memattr_free(MemAttr *m);
+
+static inline uint64_t memattr_allocs(const MemStat *s) {
+  uint64_t n = 0;
+  for (int t = 0; t < MEM_NTYPES; t++) n += s->type_allocs[t];
+  return n;
+}
+
+static inline uint64_t memattr_frees(const MemStat *s) {
+  uint64_t n = 0;
+  for (int t = 0; t < MEM_NTYPES; t++) n += s->type_frees[t];
+  return n;
+}
 
 /* What node `node` was charged (NULL when nothing was). */
 static inline const MemStat *memattr_of(const MemAttr *m, uint32_t node) {

@@ -3,7 +3,7 @@
  * inline in the allocator (mem/lalloc.c) after the fast path's pop, in the free's and
  * realloc's paths of attribution and in the checked paths, which have the block's page-map
  * word, hence its slab, type slot and side table's number, at hand: the common case (a slab
- * object, a node with a record, a slab with a side table) makes no call but where(). The rest
+ * object, a node with a record, a slab with a side table) makes no call. The rest
  * is in memattr.c. Apart from memattr.h, since it needs the allocator's internals (mem/slab.h),
  * which the profiler's other files need not see.
  */
@@ -18,13 +18,15 @@
 #define MEMATTR_INLINE static inline __attribute__((always_inline))
 
 /* An allocation memattr_note_alloc leaves: a node with no record yet, a slab with no side table
-   yet, a large block; w the map word of its page. */
-void memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
-                        cprof_ticks at);
+   yet, a large block; w the map word of its page. Returns the block, so that the allocator's
+   paths can end with a jump here (and keep no register across a call). */
+void *memattr_alloc_rare(MemAttr *m, void *block, size_t size, uint32_t w, uint32_t node,
+                         cprof_ticks at);
 /* The free of a large block; whether it was attributed. */
 int memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
-/* The side table's last attributed object is gone. */
-void memattr_drop_table(MemAttr *m, SlabTab *t);
+/* The side table's last attributed object is gone. Returns NULL (what lua_Alloc returns for a
+   free: so that a free's path can end with a jump here). */
+void *memattr_drop_table(MemAttr *m, SlabTab *t);
 
 /* The entry of object p of the slab t describes. */
 MEMATTR_INLINE ObjAttr *memattr_obj(const SlabTab *t, const void *p) {
@@ -54,14 +56,14 @@ MEMATTR_INLINE void memattr_remember(SlabTab *t, ObjAttr *o, uint32_t node, cpro
   t->live++;
 }
 
+/* A block of `size` bytes (never 0) charged to s, born at `at`. */
 MEMATTR_INLINE void memattr_count_alloc(MemStat *s, size_t size, int slot, cprof_ticks at) {
-  if (s->allocs == 0) {
-    s->first_alloc = at;
+  /* min - 1 wraps for min 0 (the first allocation): one test for both */
+  if (size - 1 < s->min - 1) {
+    if (s->min == 0) s->first_alloc = at;
     s->min = size;
   }
-  if (size < s->min) s->min = size;
   if (size > s->max) s->max = size;
-  s->allocs++;
   s->bytes += size;
   s->type_allocs[slot]++;
 }
@@ -71,12 +73,10 @@ MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_
                                       cprof_ticks at) {
   /* The clock never goes back; a birth rounded to a float may be a little late. */
   uint64_t life = at > birth ? (uint64_t)(at - birth) : 0;
-  if (s->frees == 0) s->life_min = life;
-  if (life < s->life_min) s->life_min = life;
+  if (s->freed == 0 || life < s->life_min) s->life_min = life;  /* freed 0: the first free */
   if (life > s->life_max) s->life_max = life;
   s->life_total += life;
   s->last_free = at;
-  s->frees++;
   s->freed += size;
   s->type_frees[slot]++;
 }
@@ -85,26 +85,24 @@ MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_
    cprof's own hook are not the program's; a block born before the profile (the string table, a
    stack, a table made earlier) that Lua moves (moved 1: a realloc continues the block just
    freed) stays out of it: its allocation was not the program's code running now. Apart from
-   memattr_note_alloc so that a caller can ask before it reads anything else, and keep less
-   across the profiler's call. */
+   memattr_note_alloc so that a caller can ask before it reads anything else. */
 MEMATTR_INLINE uint32_t memattr_node_now(MemAttr *m, int moved) {
   if (m->in_hook || (moved && !m->freed_known)) return IDX_NONE;
-  return m->where(m->where_ud);
+  return **m->node_at;
 }
 
 /* Block `block` of `size` bytes (w the map word of its page) was just allocated while `node`
-   (memattr_node_now, not IDX_NONE) ran. */
-MEMATTR_INLINE void memattr_note_alloc(MemAttr *m, uint32_t node, void *block, size_t size,
-                                      uint32_t w) {
+   (memattr_node_now, not IDX_NONE) ran. Returns the block. */
+MEMATTR_INLINE void *memattr_note_alloc(MemAttr *m, uint32_t node, void *block, size_t size,
+                                       uint32_t w) {
   cprof_ticks at = *m->now - m->t0;
   SlabTab *t;
   ObjAttr *o;
-  if (__builtin_expect(node >= m->cstats || (w & MAP_LARGE) || !memattr_entry(m, block, w, &t, &o), 0)) {
-    memattr_alloc_rare(m, block, size, w, node, at);
-    return;
-  }
+  if (__builtin_expect(node >= m->cstats || (w & MAP_LARGE) || !memattr_entry(m, block, w, &t, &o), 0))
+    return memattr_alloc_rare(m, block, size, w, node, at);
   memattr_remember(t, o, node, at);
   memattr_count_alloc(&m->stats[node], size, (int)t->slot, at);
+  return block;
 }
 
 /* Block `block` (w the map word of its page) is about to be freed: credited to its node if it

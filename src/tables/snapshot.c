@@ -65,23 +65,27 @@ static void push_core(lua_State *L, const Profiler *P) {
 
 /* Memory per function: its nodes' numbers summed. Sets alloc_count, alloc_bytes, free_count,
    free_bytes, live_bytes, min_size and max_size on the entries at row[] of the table on top. */
+typedef struct EntryMemory {
+  uint64_t allocs, frees, bytes, freed, min, max;
+} EntryMemory;
+
 static int push_entry_memory(lua_State *L, const Profiler *P, const uint32_t *row) {
-  MemStat *sum = fault_calloc((size_t)P->fns.nentries + 1, sizeof *sum);
+  EntryMemory *sum = fault_calloc((size_t)P->fns.nentries + 1, sizeof *sum);
   if (!sum) return -1;
   for (uint32_t k = 0; k < P->tree.nnodes; k++) {
     const MemStat *m = memattr_of(&P->mem, k);
-    MemStat *s = &sum[P->tree.nodes[k].entry];
-    if (!m || m->allocs == 0) continue;
+    EntryMemory *s = &sum[P->tree.nodes[k].entry];
+    if (!m || m->bytes == 0) continue;
     if (s->allocs == 0 || m->min < s->min) s->min = m->min;
     if (m->max > s->max) s->max = m->max;
-    s->allocs += m->allocs;
-    s->frees += m->frees;
+    s->allocs += memattr_allocs(m);
+    s->frees += memattr_frees(m);
     s->bytes += m->bytes;
     s->freed += m->freed;
   }
   for (uint32_t i = 0; i < P->fns.nentries; i++) {
     if (!row[i]) continue;
-    const MemStat *s = &sum[i];
+    const EntryMemory *s = &sum[i];
     lua_rawgeti(L, -1, (int)row[i]);
     set_int(L, "alloc_count", s->allocs);
     set_int(L, "alloc_bytes", s->bytes);
@@ -285,9 +289,9 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
     for (uint32_t k = 0; k < P->tree.nnodes; k++) {
       const MemStat *m = memattr_of(&P->mem, k);
       if (!m) continue;
-      t[0] += m->allocs;
+      t[0] += memattr_allocs(m);
       t[1] += m->bytes;
-      t[2] += m->frees;
+      t[2] += memattr_frees(m);
       t[3] += m->freed;
     }
     set_int(L, "memory_allocs", t[0]);
@@ -320,7 +324,7 @@ static void push_node_column(lua_State *L, const Profiler *P, const char *name,
 
 static lua_Number mem_field(const MemStat *m, int c, double unit) {
   (void)unit;
-  const uint64_t v[] = {m->allocs, m->bytes, m->frees, m->freed, m->min, m->max};
+  const uint64_t v[] = {memattr_allocs(m), m->bytes, memattr_frees(m), m->freed, m->min, m->max};
   return (lua_Number)v[c];
 }
 

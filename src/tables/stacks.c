@@ -10,13 +10,20 @@
 
 enum { FIRST_FRAMES = 4 };
 
+const uint32_t stk_no_top = IDX_NONE;
+
 int stk_init(Stacks *S) {
   memset(S, 0, sizeof *S);
+  stk_set_cur(S, NULL);
   return idxmap_init(&S->by_thread, 16);
 }
 
+/* The frames' array with f[-1]: its elements, and where it starts. */
+static uint32_t room_of(const Stack *st) { return st->f ? st->cap + 1 : 0; }
+static Frame *base_of(const Stack *st) { return st->f ? st->f - 1 : NULL; }
+
 static void free_stack(Stack *st) {
-  free(st->f);
+  free(base_of(st));
   free(st);
 }
 
@@ -25,6 +32,7 @@ void stk_free(Stacks *S) {
   free(S->all);
   idxmap_free(&S->by_thread);
   memset(S, 0, sizeof *S);
+  stk_set_cur(S, NULL);
 }
 
 typedef struct StackProbe {
@@ -53,6 +61,7 @@ Stack *stk_new(Stacks *S, struct Profiler *P, lua_State *L) {
   if (!st) return NULL;
   st->P = P;
   st->L = L;
+  st->top = IDX_NONE;
   if (array_reserve((void **)&S->all, &S->cap, sizeof *S->all, S->n, 16) ||
       idxmap_put(&S->by_thread, hash_ptr_line(L, 0), S->n)) {
     free(st);
@@ -67,23 +76,22 @@ void stk_drop(Stacks *S, Stack *st) {
   if (i == IDX_NONE || S->all[i] != st) return;
   idxmap_remove_record(&S->by_thread, S->all, sizeof *S->all, &S->n, i, hash_ptr_line(st->L, 0),
                        hash_ptr_line(S->all[S->n - 1]->L, 0));
-  if (S->cur == st) S->cur = NULL;
+  if (S->cur == st) stk_set_cur(S, NULL);
   if (S->main == st) S->main = NULL;
   if (*stk_recent(S, st->L) == st) *stk_recent(S, st->L) = NULL;
-  S->frame_bytes -= (size_t)st->cap * sizeof *st->f;
+  S->frame_bytes -= (size_t)room_of(st) * sizeof *st->f;
   free_stack(st);
 }
 
 int stk_grow(Stacks *S, Stack *st) {
-  uint32_t cap = st->cap;
-  if (array_reserve((void **)&st->f, &st->cap, sizeof *st->f, st->n, FIRST_FRAMES)) return -1;
-  S->frame_bytes += (size_t)(st->cap - cap) * sizeof *st->f;
+  Frame *base = base_of(st);
+  uint32_t room = room_of(st), before = room;
+  if (array_reserve((void **)&base, &room, sizeof *base, st->n + 1, FIRST_FRAMES + 1)) return -1;
+  if (!st->f) base[0].node = IDX_NONE;
+  st->f = base + 1;
+  st->cap = room - 1;
+  S->frame_bytes += (size_t)(room - before) * sizeof *st->f;
   return 0;
-}
-
-uint32_t stk_running_node(void *S) {
-  const Stack *st = ((Stacks *)S)->cur;
-  return st && st->n > 0 ? st->f[st->n - 1].node : IDX_NONE;
 }
 
 size_t stk_bytes(const Stacks *S) {

@@ -36,8 +36,11 @@ struct Profiler;
 typedef struct Stack {
   struct Profiler *P;
   lua_State *L;
-  Frame *f;
+  Frame *f;                /* f[-1], once f is there, is no frame: its node is IDX_NONE, so that
+                              the node below a popped frame needs no test (stk_popped) */
   uint32_t n, cap;
+  uint32_t top;            /* the node of the top frame (IDX_NONE: no frame): what memory
+                              attribution charges while this stack runs (Stacks.cur_top) */
   uint32_t first_head;     /* 1 + the index of the highest marked frame, or 0 */
   struct Stack *resumer;   /* the stack that resumed this coroutine, while it runs */
   cprof_ticks switch_in;   /* when control last passed into this coroutine */
@@ -66,7 +69,10 @@ typedef struct Stacks {
   uint32_t n, cap;
   IdxMap by_thread;        /* stacks by their thread */
   Stack *recent[STACK_RECENT];  /* the stacks of recent switches, by their thread's address */
-  Stack *cur;              /* the stack of the last event */
+  Stack *cur;              /* the stack of the last event (stk_set_cur) */
+  const uint32_t *cur_top; /* &cur->top, or a node IDX_NONE when there is no cur: the node
+                              of the frame running now, read by the allocator with no call
+                              (mem/memattr.h, node_at) */
   Stack *main;             /* the main thread's, while enabled */
   size_t frame_bytes;      /* of all stacks' frame arrays, for the memory counters */
   uint32_t ids;            /* coroutines numbered so far (Stack.id) */
@@ -96,9 +102,16 @@ void stk_drop(Stacks *S, Stack *st);
 /* Doubles st's room for frames; -1 when out of memory. */
 int stk_grow(Stacks *S, Stack *st);
 
-/* The call-tree node of the frame running now (the top of the current stack), or IDX_NONE:
-   what memory attribution charges an allocation to. `S` is a Stacks. */
-uint32_t stk_running_node(void *S);
+extern const uint32_t stk_no_top;
+
+/* st (or NULL) is the current stack. */
+static inline void stk_set_cur(Stacks *S, Stack *st) {
+  S->cur = st;
+  S->cur_top = st ? &st->top : &stk_no_top;
+}
+
+/* fr, st's top frame, was just popped: the frame below it (or f[-1]) is the top now. */
+static inline void stk_popped(Stack *st, const Frame *fr) { st->top = fr[-1].node; }
 
 /* Bytes held by the stacks. */
 size_t stk_bytes(const Stacks *S);
