@@ -107,4 +107,27 @@ print(p:getstats().entries[1].alloc_count, p:snapshot().nodes.alloc_count, p:sna
 ]])
     assert.matches("^nil\tnil\tnil", out)
   end)
+
+  it("charges no function for moving a block born under Lua's allocator, before the install", function()
+    -- The move of `old`'s array (made before install: the old allocator's block) continues no
+    -- charged block; the free noted just before it was the last growth of mine's array, which
+    -- was charged (a flag left by that free once charged grow for the move).
+    local out = run([[
+old = {1}
+]] .. PRELUDE .. [[
+local function mine() local t = {} for i = 1, 40 do t[i] = i end end
+local function grow() old[2] = 2 end
+local function root() collectgarbage("stop") mine() grow() collectgarbage("restart") end
+local p = cprof.Profile()
+p:runcall(root)
+local st = p:getstats()
+local m, g = row(st, "mine"), row(st, "grow")
+print("mine", m.alloc_count, m.free_count, m.alloc_count - m.free_count)
+print("grow", g.alloc_count, g.free_count, g.alloc_bytes)
+]])
+    -- t's table and its array's growths 1, 2, 4, 8, 16, 32, 64 elements; every growth frees
+    -- the array before it: 8 allocations, 6 frees, the table and its last array live
+    assert.matches("mine\t8\t6\t2\n", out)
+    assert.matches("grow\t0\t0\t0\n", out)
+  end)
 end)

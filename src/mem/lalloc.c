@@ -504,6 +504,9 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
     h->live -= osize;
     h->foreign_live -= osize;
     h->foreign_frees++;
+    /* Born before cprof's allocator, so before any attribution: its move continues no charged
+       block, whatever the last free noted was. */
+    if (h->attr) h->attr->freed_known = 0;
     if (h->watched) note_block(h, LALLOC_EV_MOVE, q, nsize);
     return q;
   }
