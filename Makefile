@@ -402,7 +402,7 @@ bench: deps all build/$(LUA)/emptyhook.so
 # without it). BENCH_ALLOC_FLAGS: e.g. --reps=5 --only=binary_trees.
 BENCH_ALLOC_FLAGS ?=
 ALLOC_SRCS := src/mem/arena.c src/mem/chunk.c src/mem/slab.c src/mem/lalloc.c \
-              src/mem/lalloc_stats.c src/mem/lalloc_trace.c src/util/fault.c \
+              src/mem/lalloc_state.c src/mem/lalloc_stats.c src/mem/lalloc_trace.c src/util/fault.c \
               src/mem/memattr.c src/util/idxmap.c src/util/array.c
 build/lua5.4/bench-alloc: bench/alloc.c $(ALLOC_SRCS) $(HDRS) | $(DEPS_FIRST)
 	@mkdir -p $(@D)

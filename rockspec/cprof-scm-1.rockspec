@@ -114,6 +114,7 @@ build = {
             "src/mem/arena.c",
             "src/mem/chunk.c",
             "src/mem/lalloc.c",
+            "src/mem/lalloc_state.c",
             "src/mem/lalloc_stats.c",
             "src/mem/lalloc_trace.c",
             "src/mem/lmemory.c",

@@ -7,18 +7,15 @@
    lalloc_f_attr, which sends allocations and, under attribution alone, frees to paths of
    their own compiled for speed (alloc_attr, free_noted, realloc_noted) with attribution's
    work (mem/memattr_note.h) inline, and everything else to lalloc_f (whose checked paths then
-   tell attribution), so that lalloc_f itself keeps its instructions. See lalloc.h and
+   tell attribution), so that lalloc_f itself keeps its instructions. The heap and Lua states
+   (a new state, install, the lua_Alloc swapped): lalloc_state.c. See lalloc.h and
    docs/MEMORY.md. */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include <lauxlib.h>
-
 #include "mem/lalloc_heap.h"
 #include "mem/memattr_note.h"
-#include "util/compat.h"
 #include "util/fault.h"
 
 #define LIKELY(x) __builtin_expect(!!(x), 1)
@@ -29,8 +26,6 @@
 /* Inline even into the checked paths: they are cold (compiled for size), yet memory
    attribution sends every event through them. */
 #define ALWAYS static inline __attribute__((always_inline))
-
-#define LALLOC_MAGIC 0x6c616c6c6f63u
 
 /* ---- size classes: 8-byte steps to 128, then 8 classes per doubling up to 4096 ---------- */
 
@@ -70,7 +65,7 @@ int lalloc_slot_tag(int slot) { return slot >= 0 && slot < LA_NSLOT ? slot_tags[
    falls into alloc_small_slow, which makes the real cache. Never written. */
 static cache cache_none = {.cur = &slab_none};
 
-static void update_gates(lalloc *h) {
+void lalloc_update_gates(lalloc *h) {
   int traced = h->tr.c != NULL && h->tr.on;
   h->watched = h->attr != NULL || traced;
   /* Attribution alone leaves allocations on the fast path, which tells it after the pop. */
@@ -92,7 +87,7 @@ lalloc *lalloc_new(lua_Alloc prev, void *prevud, long fail_after) {
   h->prevf = prev;
   h->prevud = prevud;
   h->foreign = prev != NULL;
-  update_gates(h);
+  lalloc_update_gates(h);
   return h;
 }
 
@@ -342,7 +337,7 @@ const char *lalloc_trace(lalloc *h, const char *cmd, const char *name) {
   } else {
     return "usage: start|stop|reset CACHE";
   }
-  update_gates(h);
+  lalloc_update_gates(h);
   return NULL;
 }
 
@@ -422,7 +417,7 @@ SLOW static void *alloc_checked(lalloc *h, size_t tag, size_t n) {
     if (!p) return NULL;
     h->final_block = p;
     h->want_final = 0;
-    update_gates(h);
+    lalloc_update_gates(h);
     return p;
   }
   if (over_limit(h, 0, n)) return NULL;
@@ -588,7 +583,7 @@ NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
    lalloc_f's place, lalloc_attr_stop puts lalloc_f back): a jump to the path of each event,
    with nothing saved and no test of lalloc_f's own. Anything else, or a heap no longer
    attributing (a program may keep this function), goes to lalloc_f. */
-static void *lalloc_f_attr(void *ud, void *ptr, size_t osize, size_t nsize) {
+void *lalloc_f_attr(void *ud, void *ptr, size_t osize, size_t nsize) {
   lalloc *h = ud;
   if (nsize == 0) {
     if (LIKELY(ptr != NULL && h->slowfree == FREE_NOTED)) return free_noted(h, ptr, osize);
@@ -600,75 +595,6 @@ static void *lalloc_f_attr(void *ud, void *ptr, size_t osize, size_t nsize) {
   return lalloc_f(ud, ptr, osize, nsize);
 }
 
-static int is_ours(lua_Alloc f) { return f == lalloc_f || f == lalloc_f_attr; }
-
-lalloc *lalloc_of(lua_State *L) {
-  void *ud;
-  lua_Alloc f = lua_getallocf(L, &ud);
-  if (!is_ours(f)) return NULL;
-  lalloc *h = ud;
-  return h->magic == LALLOC_MAGIC ? h : NULL;
-}
-
-lua_State *cprof_newstate(void) { return lalloc_newstate(-1); }
-
-lua_State *lalloc_newstate(long fail_after) {
-  lalloc *h = lalloc_new(NULL, NULL, fail_after);
-  if (!h) return NULL;
-  int gone = 0;
-  h->gone = &gone;
-  h->want_final = 1;
-  update_gates(h);
-  lua_State *L = lua_newstate(lalloc_f, h);
-  if (!L) {
-    /* lua_newstate frees its block when it fails after allocating it: that closed the heap. */
-    if (!gone) lalloc_delete(h);
-    return NULL;
-  }
-  h->gone = NULL;
-  h->main = L;
-  return L;
-}
-
-lalloc *lalloc_install(lua_State *L, const char **err) {
-#if LUA_VERSION_NUM < 504
-  (void)L;
-  *err = "not supported on LuaJIT: its allocations carry no Lua type, and lua_close releases "
-         "LuaJIT's own allocator only while that allocator is installed";
-  return NULL;
-#else
-  void *ud;
-  lua_Alloc f = lua_getallocf(L, &ud);
-  if (is_ours(f)) {
-    *err = "already installed";
-    return NULL;
-  }
-  /* lua_close runs the finalizer that dlcloses C modules before it frees the last objects,
-     through this very function: keep the library that holds it mapped for good. */
-  Dl_info info;
-  if (dladdr((void *)(uintptr_t)lalloc_f, &info) && info.dli_fname &&
-      !dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE)) {
-    *err = "cannot keep cprof.core loaded until the state closes";
-    return NULL;
-  }
-  lalloc *h = lalloc_new(f, ud, -1);
-  if (!h) {
-    *err = "out of memory";
-    return NULL;
-  }
-  lua_State *M = compat_main_thread(L);
-  h->main = M ? M : L;
-  /* lua_close frees the main thread's block (LG: the main thread after LUA_EXTRASPACE bytes)
-     last; that free closes the heap. */
-  h->final_block = (char *)h->main - LUA_EXTRASPACE;
-  size_t count = (size_t)lua_gc(L, LUA_GCCOUNT, 0) * 1024 + (size_t)lua_gc(L, LUA_GCCOUNTB, 0);
-  lalloc_set_foreign(h, count);
-  update_gates(h);
-  lua_setallocf(L, lalloc_f, h);
-  return h;
-#endif
-}
-
 void lalloc_set_foreign(lalloc *h, size_t bytes) {
   h->live = h->live - h->foreign_live + bytes;
   h->foreign_live = bytes;
@@ -676,45 +602,17 @@ void lalloc_set_foreign(lalloc *h, size_t bytes) {
 
 void lalloc_set_limit(lalloc *h, size_t limit) {
   h->limit = limit ? limit : SIZE_MAX;
-  update_gates(h);
+  lalloc_update_gates(h);
 }
 
 size_t lalloc_limit(const lalloc *h) { return h->limit == SIZE_MAX ? 0 : h->limit; }
 
 void lalloc_observe(lalloc *h, MemAttr *m) {
   h->attr = m;
-  update_gates(h);
+  lalloc_update_gates(h);
 }
 
 void lalloc_set_thread(lalloc *h, lua_State *L) { h->thread = L; }
-
-/* The state's lua_Alloc becomes `to` if it is `from` with this heap (a program that put its own
-   in front keeps it). */
-static void swap_allocf(lalloc *h, lua_Alloc from, lua_Alloc to) {
-  void *ud;
-  if (h->main && lua_getallocf(h->main, &ud) == from && ud == h) lua_setallocf(h->main, to, h);
-}
-
-void lalloc_attr_start(MemAttr *m, lua_State *L, const uint32_t *const *node_at,
-                       const cprof_ticks *now) {
-  lalloc *h = lalloc_of(L);
-  if (!h) return;
-  if (!m->used) m->t0 = *now;
-  m->heap = h;
-  m->used = 1;
-  m->now = now;
-  m->node_at = node_at;
-  lalloc_set_thread(h, L);
-  lalloc_observe(h, m);
-  swap_allocf(h, lalloc_f, lalloc_f_attr);
-}
-
-void lalloc_attr_stop(MemAttr *m) {
-  if (!m->heap) return;
-  lalloc_observe(m->heap, NULL);
-  swap_allocf(m->heap, lalloc_f_attr, lalloc_f);
-  m->heap = NULL;
-}
 
 void lalloc_fail_after(lalloc *h, long n) { h->cs.os.fail_after = n; }
 

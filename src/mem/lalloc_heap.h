@@ -1,7 +1,8 @@
 /*
  * mem/lalloc_heap.h — the heap of mem/lalloc.h from inside: its struct and the calls between its
- * three files, lalloc.c (the lua_Alloc and the heap's life), lalloc_trace.c (tracing one cache)
- * and lalloc_stats.c (statistics and invariant checks). Not for use outside them.
+ * four files, lalloc.c (the lua_Alloc and the heap's life), lalloc_state.c (the heap and Lua
+ * states), lalloc_trace.c (tracing one cache) and lalloc_stats.c (statistics and invariant
+ * checks). Not for use outside them.
  */
 #ifndef CPROF_LALLOC_HEAP_H
 #define CPROF_LALLOC_HEAP_H
@@ -69,6 +70,14 @@ struct lalloc {
   trace tr;
   chunkset cs;
 };
+
+#define LALLOC_MAGIC 0x6c616c6c6f63u
+
+/* Sets the gates of the fast paths (gate, slowfree, watched) from the limit, attribution, the
+   trace and the blocks of `prev`: after any of them changes. */
+void lalloc_update_gates(lalloc *h);
+/* The state's lua_Alloc while memory attribution runs (lalloc_state.c swaps it in and out). */
+void *lalloc_f_attr(void *ud, void *ptr, size_t osize, size_t nsize);
 
 /* ---- tracing (lalloc_trace.c) ----------------------------------------------------------- */
 
