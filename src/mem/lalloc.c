@@ -353,19 +353,21 @@ SLOW static void note_trace(lalloc *h, int ev, void *p, size_t n) {
 /* Block p of n bytes and type slot `slot`, in slab s (NULL: a large block), w the map word of
    its page, just allocated (LALLOC_EV_ALLOC, LALLOC_EV_MOVE) or about to be freed
    (LALLOC_EV_FREE): the trace of its cache (when that cache is traced) and memory attribution
-   hear of it. */
-ALWAYS void note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, uint32_t w) {
+   hear of it. Returns, for a free, whether attribution had charged the block (a realloc's
+   move continues it: an allocation then, else a move, which attribution leaves out). */
+ALWAYS int note(lalloc *h, int ev, void *p, size_t n, unsigned slot, slab *s, uint32_t w) {
   if (UNLIKELY(h->tr.on) && s && s->cache->traced) note_trace(h, ev, p, n);
   MemAttr *m = h->attr;
-  if (!m) return;
+  if (!m || ev == LALLOC_EV_MOVE) return 0;
   if (ev == LALLOC_EV_FREE) {
     SlabTab *empty;
-    m->freed_known = memattr_note_free(m, p, n, (int)slot, w, &empty);
+    int charged = memattr_note_free(m, p, n, (int)slot, w, &empty);
     if (empty) memattr_drop_table(m, empty);
-  } else {
-    uint32_t node = memattr_node_now(m, ev == LALLOC_EV_MOVE);
-    if (node != IDX_NONE) memattr_note_alloc(m, node, p, n, w);
+    return charged;
   }
+  uint32_t node = memattr_node_now(m);
+  if (node != IDX_NONE) memattr_note_alloc(m, node, p, n, w);
+  return 0;
 }
 
 /* The type slot and the slab (NULL: a large block) of a block whose page in chunk ch has map
@@ -377,8 +379,8 @@ ALWAYS unsigned slot_at(uint32_t w) {
 ALWAYS slab *slab_or_none(chunk *ch, uint32_t w) { return w & MAP_LARGE ? NULL : slab_at(ch, w); }
 
 /* note(), ch the chunk of p and w the map word of its page. */
-ALWAYS void note_at(lalloc *h, int ev, void *p, size_t n, chunk *ch, uint32_t w) {
-  note(h, ev, p, n, slot_at(w), slab_or_none(ch, w), w);
+ALWAYS int note_at(lalloc *h, int ev, void *p, size_t n, chunk *ch, uint32_t w) {
+  return note(h, ev, p, n, slot_at(w), slab_or_none(ch, w), w);
 }
 
 ALWAYS void note_block(lalloc *h, int ev, void *p, size_t n) {
@@ -396,7 +398,7 @@ ALWAYS void *note_block_attr(MemAttr *m, uint32_t node, void *p, size_t n) {
    path a register. */
 ALWAYS void *note_new(MemAttr *m, void *p, size_t n) {
   uint32_t node;
-  if (UNLIKELY(p == NULL) || (node = memattr_node_now(m, 0)) == IDX_NONE) return p;
+  if (UNLIKELY(p == NULL) || (node = memattr_node_now(m)) == IDX_NONE) return p;
   return note_block_attr(m, node, p, n);
 }
 
@@ -473,10 +475,10 @@ NOTED static void *free_noted(lalloc *h, void *p, size_t osize) {
 ALWAYS void *realloc_watched(lalloc *h, void *p, size_t osize, size_t nsize) {
   chunk *ch = chunk_of(p);
   uint32_t w = ch->map[chunk_page(p)];
-  note_at(h, LALLOC_EV_FREE, p, osize, ch, w);
+  int charged = note_at(h, LALLOC_EV_FREE, p, osize, ch, w);
   void *q = realloc_at(h, ch, w, p, osize, nsize);
   /* unchanged on failure: still there */
-  note_block(h, LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);
+  note_block(h, charged ? LALLOC_EV_ALLOC : LALLOC_EV_MOVE, q ? q : p, q ? nsize : osize);
   return q;
 }
 
@@ -499,9 +501,7 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
     h->live -= osize;
     h->foreign_live -= osize;
     h->foreign_frees++;
-    /* Born before cprof's allocator, so before any attribution: its move continues no charged
-       block, whatever the last free noted was. */
-    if (h->attr) h->attr->freed_known = 0;
+    /* born before cprof's allocator, so before any attribution: a move, not charged */
     if (h->watched) note_block(h, LALLOC_EV_MOVE, q, nsize);
     return q;
   }
@@ -512,8 +512,8 @@ SLOW static void *realloc_checked(lalloc *h, void *p, size_t osize, size_t nsize
 /* A realloc under attribution alone (no trace, no blocks of `prev`), compiled for speed: what
    realloc_watched does, the free's note and the move's, with the old block's map word read
    once and without note()'s dispatch; large blocks take realloc_watched. A block that was not
-   attributed has a continuation that is not either (memattr_node_now), so its realloc is
-   cprof's own but for the lookup. */
+   attributed has a continuation that is not either, so its realloc is cprof's own but for the
+   lookup. */
 NOTED static void *realloc_noted(lalloc *h, void *p, size_t osize, size_t nsize) {
   if (over_limit(h, osize, nsize)) return NULL;
   chunk *ch = chunk_of(p);
@@ -525,7 +525,7 @@ NOTED static void *realloc_noted(lalloc *h, void *p, size_t osize, size_t nsize)
     return realloc_at(h, ch, w, p, osize, nsize);
   if (UNLIKELY(empty != NULL)) memattr_drop_table(m, empty);
   void *q = realloc_at(h, ch, w, p, osize, nsize);
-  uint32_t node = memattr_node_now(m, 0);  /* the block was attributed: its move may be */
+  uint32_t node = memattr_node_now(m);  /* the block was attributed: its move may be */
   /* unchanged on failure: still there */
   if (node != IDX_NONE) note_block_attr(m, node, q ? q : p, q ? nsize : osize);
   return q;

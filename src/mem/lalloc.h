@@ -33,9 +33,10 @@ enum {
 typedef struct lalloc lalloc;
 
 /* The events of memory attribution (mem/memattr.h, docs/MEMORY.md): after each allocation and
-   before each free. A realloc is a free of the old block and then LALLOC_EV_MOVE, the
-   allocation of the new one (which continues the old block: an attribution may leave a block
-   out of the profile for good). */
+   before each free. A realloc is a free of the old block and then the allocation of the new
+   one, which continues the old block: LALLOC_EV_ALLOC when attribution charged it, else
+   LALLOC_EV_MOVE, which only a trace records (an attribution may leave a block out of the
+   profile for good). */
 enum { LALLOC_EV_ALLOC = 1, LALLOC_EV_FREE = 2, LALLOC_EV_MOVE = 3 };
 
 /* A heap in front of `prev` (NULL: a heap of a state that was made with it), or NULL when the

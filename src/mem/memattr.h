@@ -82,7 +82,6 @@ typedef struct MemAttr {
   struct lalloc *heap;     /* the allocator observed, while attributing */
   int used;                /* memory was attributed: reports show it */
   int in_hook;             /* cprof's hook is running: its allocations are not the program's */
-  int freed_known;         /* the last block freed was charged to a node (a move continues it) */
   MemStat *stats;          /* per call-tree node */
   uint32_t cstats;
   Block *blocks;           /* the large blocks */

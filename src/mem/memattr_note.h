@@ -81,13 +81,13 @@ MEMATTR_INLINE void memattr_count_free(MemStat *s, size_t size, int slot, cprof_
   s->type_frees[slot]++;
 }
 
-/* The node an allocation made now is charged to, IDX_NONE for none. Allocations made by
-   cprof's own hook are not the program's; a block born before the profile (the string table, a
-   stack, a table made earlier) that Lua moves (moved 1: a realloc continues the block just
-   freed) stays out of it: its allocation was not the program's code running now. Apart from
+/* The node an allocation made now is charged to, IDX_NONE for none: allocations made by
+   cprof's own hook are not the program's. (A realloc continues the block it frees: the
+   allocator asks only when that block was charged, so that one born before the profile — the
+   string table, a stack, a table made earlier — stays out of it.) Apart from
    memattr_note_alloc so that a caller can ask before it reads anything else. */
-MEMATTR_INLINE uint32_t memattr_node_now(MemAttr *m, int moved) {
-  if (m->in_hook || (moved && !m->freed_known)) return IDX_NONE;
+MEMATTR_INLINE uint32_t memattr_node_now(MemAttr *m) {
+  if (m->in_hook) return IDX_NONE;
   return **m->node_at;
 }
 
@@ -106,8 +106,8 @@ MEMATTR_INLINE void *memattr_note_alloc(MemAttr *m, uint32_t node, void *block, 
 }
 
 /* Block `block` (w the map word of its page) is about to be freed: credited to its node if it
-   was attributed. Returns whether it was (what m->freed_known keeps for a realloc's move; a
-   plain free need not store it). *empty: the side table that lost its last attributed object,
+   was attributed. Returns whether it was (whether a realloc's move is charged; a
+   plain free ignores it). *empty: the side table that lost its last attributed object,
    for the caller to drop with memattr_drop_table while the slab is still there, or NULL — a
    call left to the caller's end keeps its hot path's registers free. */
 MEMATTR_INLINE int memattr_note_free(MemAttr *m, void *block, size_t size, int slot, uint32_t w,
