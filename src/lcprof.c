@@ -489,21 +489,15 @@ int luaopen_cprof_core(lua_State *L) {
     lua_pushcfunction(L, l_disable);
     lua_setfield(L, -2, "__close");
   }
-  lua_createtable(L, 0, 4);
-  lua_pushcfunction(L, l_new);
-  lua_setfield(L, -2, "new");
-  lua_pushcfunction(L, l_mark_internal);
-  lua_setfield(L, -2, "mark_internal");
-  lua_pushcfunction(L, l_hooked);
-  lua_setfield(L, -2, "hooked");
-  lua_pushcfunction(L, l_fail_allocations);
-  lua_setfield(L, -2, "fail_allocations");
-  lua_pushcfunction(L, l_skew_layout);
-  lua_setfield(L, -2, "skew_layout");
-  static const luaL_Reg system[] = {
-    {"getpid", l_getpid}, {"hostname", l_hostname}, {"mtime", l_mtime}, {"setenv", l_setenv},
+  static const luaL_Reg module[] = {
+    {"new", l_new},         {"mark_internal", l_mark_internal},
+    {"hooked", l_hooked},   {"fail_allocations", l_fail_allocations},
+    {"skew_layout", l_skew_layout},
+    {"getpid", l_getpid},   {"hostname", l_hostname},
+    {"mtime", l_mtime},     {"setenv", l_setenv},
     {NULL, NULL}};
-  luaL_setfuncs(L, system, 0);
+  lua_createtable(L, 0, 16);
+  luaL_setfuncs(L, module, 0);
   lua_getfield(L, -2, "__index");
   lua_setfield(L, -2, "methods");
   lua_pushvalue(L, -2);

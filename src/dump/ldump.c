@@ -171,12 +171,8 @@ static int l_file_type(lua_State *L) {
 }
 
 void ldump_register(lua_State *L) {
-  lua_pushcfunction(L, l_write_dump);
-  lua_setfield(L, -2, "write_dump");
-  lua_pushcfunction(L, l_read_dump);
-  lua_setfield(L, -2, "read_dump");
-  lua_pushcfunction(L, l_file_type);
-  lua_setfield(L, -2, "file_type");
-  lua_pushcfunction(L, l_write_file);
-  lua_setfield(L, -2, "write_file");
+  static const luaL_Reg fns[] = {{"write_dump", l_write_dump}, {"read_dump", l_read_dump},
+                                 {"file_type", l_file_type},   {"write_file", l_write_file},
+                                 {NULL, NULL}};
+  luaL_setfuncs(L, fns, 0);
 }
