@@ -405,6 +405,31 @@ describe("calibrate", function()
     assert.are.equal("7 0 true\n", out)
   end)
 
+  it("measures more blocks while a kind has few with half its rounds at full speed", function()
+    -- probes in a cycle of ten, `fast` of them at full speed: a round lies between two probes,
+    -- so with 4 fast 3 rounds in 10 count (every kind votes in every block, none has half its
+    -- rounds at full speed), with 7 fast 6 in 10
+    local out, err, status = S.run_lua([[
+      local cprof = require "cprof"
+      local calibrate = require "cprof.calibrate"
+      calibrate.CONFIRM = 0
+      local function blocks(fast)
+        local calls = 0
+        calibrate.prober = function()
+          return function() calls = calls + 1 return calls % 10 < fast and 1 or 2 end
+        end
+        local m = cprof.Profile { timer = "counter" }:calibrate(1000)
+        return m.blocks, m.full_speed
+      end
+      print(blocks(4))
+      print(blocks(7))
+    ]])
+    assert.are.equal(0, status, err)
+    local b4, f4, b7, f7 = out:match("^(%d+)\t(%S+)\n(%d+)\t(%S+)\n$")
+    assert.are.same({ calibrate.DENSE_BLOCKS, calibrate.BLOCKS }, { tonumber(b4), tonumber(b7) })
+    assert.is_true(math.abs(tonumber(f4) - 0.3) < 0.02 and math.abs(tonumber(f7) - 0.6) < 0.02, out)
+  end)
+
   it("measures again when the machine turns out faster after the blocks", function()
     -- probes of a fake speed: the block's calls are counted first (CONFIRM 0: one probe after)
     local out, err, status = S.run_lua([[

@@ -27,7 +27,8 @@
 -- FULL_SPEED of the probes' fast end (their 1st percentile over the whole calibration). A block
 -- votes with its full-speed rounds if it has MIN_ROUNDS of them, and each kind is the lower
 -- quartile of the blocks that vote; blocks are added (up to MAX_BLOCKS) until each kind has VOTES
--- of them. When none votes, all blocks do, with all their rounds: a machine slow the whole time
+-- of them, and (up to DENSE_BLOCKS) until each kind has VOTES blocks with half its rounds at full
+-- speed. When none votes, all blocks do, with all their rounds: a machine slow the whole time
 -- is measured as it is.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
@@ -64,6 +65,13 @@ M.MIN_ROUNDS = 21
 --- Blocks with a vote each kind needs: more blocks are measured while one lacks them (a slow
 --- stretch of the host can last seconds), up to MAX_BLOCKS in all.
 M.VOTES, M.MAX_BLOCKS = 3, 15
+--- Blocks measured, at most, while a kind has fewer than VOTES blocks with half its rounds at
+--- full speed: in a choppy stretch a block votes with a few of its rounds, and a kind's five
+--- calibrations of one process spread by up to +-20-100%, which more votes narrow (the lower
+--- quartile is then of more of them); a block still votes with MIN_ROUNDS (a vote only for blocks
+--- with half their rounds at full speed left fewer and spread them more: bench/README.md,
+--- "Accuracy"). Each block costs about 0.3 s, in the calibrations that need it.
+M.DENSE_BLOCKS = 8
 --- Iterations of the probe's loop: about 15 µs on the bench machine.
 M.PROBE = 60
 --- CPU seconds of probes after the blocks: a slow stretch of the host can outlast a whole
@@ -351,11 +359,21 @@ function M.measure(p, n)
     for b, bk in ipairs(blocks) do r[b] = bk[kind].rounds end
     return r
   end
+  -- the blocks of a kind with at least half its rounds at full speed
+  local function dense(rounds, fastest)
+    local n = 0
+    for _, r in ipairs(rounds) do
+      if 2 * #M.at_full_speed(r.speed, fastest) >= #r.speed then n = n + 1 end
+    end
+    return n
+  end
   local function enough()
     local fastest = M.fastest(probes)
     for _, kind in ipairs(bias.KINDS) do
-      local votes, full = M.full_speed(rounds_of(kind), fastest)
+      local rounds = rounds_of(kind)
+      local votes, full = M.full_speed(rounds, fastest)
       if not full or #votes < M.VOTES then return false end
+      if #blocks < M.DENSE_BLOCKS and dense(rounds, fastest) < M.VOTES then return false end
     end
     return true
   end
