@@ -576,7 +576,9 @@ NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
   cache *c = h->caches[slot * LA_NCLASS + size_class(n)];
   uint32_t k = c->nmag;
   if (UNLIKELY(k == 0)) return alloc_attr_slow(h, slot, n);
-  return note_new(h->attr, alloc_pop(h, c, k, n), n);
+  void *p = alloc_pop(h, c, k, n);
+  if (k >= 2) memattr_prefetch(h->attr, c->mag[k - 2]);  /* the next allocation's entry */
+  return note_new(h->attr, p, n);
 }
 
 /* The lua_Alloc of a state while memory attribution runs on it (lalloc_attr_start puts it in

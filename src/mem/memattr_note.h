@@ -50,6 +50,20 @@ MEMATTR_INLINE int memattr_entry(const MemAttr *m, const void *p, uint32_t w, Sl
   return 1;
 }
 
+/* Slab object p (not yet allocated) will soon have its entry written: fetch that entry's line
+   for writing now. The allocation that writes it would otherwise wait for it: a block that sat
+   in a magazine while the collector swept the heap has an entry out of cache (more often than
+   the object, which Lua's collector had just read). A hint only: a stale number or an address
+   outside its table's slab fetches a useless line, never faults. */
+MEMATTR_INLINE void memattr_prefetch(const MemAttr *m, const void *p) {
+  uint32_t a = MAP_SLAB_ATTR(chunk_of(p)->map[chunk_page(p)]);
+  if (a >= m->ntabs) return;  /* none, or MAP_ATTR_FAR: too rare to look up */
+  const SlabTab *t = &m->tabs[a];
+  /* in integers: a free number's table has no entries (obj NULL) */
+  uint64_t i = ((uint64_t)((uintptr_t)p - (uintptr_t)t->base) * t->inv) >> 32;
+  __builtin_prefetch((const void *)((uintptr_t)t->obj + i * sizeof(ObjAttr)), 1);
+}
+
 /* Object `o` of table t is charged to `node`, born at `at`. */
 MEMATTR_INLINE void memattr_remember(SlabTab *t, ObjAttr *o, uint32_t node, cprof_ticks at) {
   *o = (ObjAttr){node + 1, (float)at};
