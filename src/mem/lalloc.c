@@ -576,7 +576,13 @@ NOTED static void *alloc_attr(lalloc *h, size_t tag, size_t n) {
   cache *c = h->caches[slot * LA_NCLASS + size_class(n)];
   uint32_t k = c->nmag;
   if (UNLIKELY(k == 0)) return alloc_attr_slow(h, slot, n);
-  return note_new(h->attr, alloc_pop(h, c, k, n), n);
+  void *p = alloc_pop(h, c, k, n);
+  MemAttr *m = h->attr;
+  if (k >= 2) memattr_prefetch(m, c->mag[k - 2]);  /* the next allocation's entry */
+  uint32_t node = memattr_node_now(m);
+  if (node == IDX_NONE) return p;
+  /* a slab object (a popped block is never NULL): no test of either */
+  return memattr_note_alloc(m, node, p, n, chunk_of(p)->map[chunk_page(p)] & ~MAP_LARGE);
 }
 
 /* The lua_Alloc of a state while memory attribution runs on it (lalloc_attr_start puts it in

@@ -28,9 +28,14 @@ int memattr_free_large(MemAttr *m, void *block, size_t size, int slot);
    free: so that a free's path can end with a jump here). */
 void *memattr_drop_table(MemAttr *m, SlabTab *t);
 
+/* The index of object p in the slab t describes. */
+MEMATTR_INLINE uint64_t memattr_index(const SlabTab *t, const void *p) {
+  return ((uint64_t)((uintptr_t)p - (uintptr_t)t->base) * t->inv) >> 32;
+}
+
 /* The entry of object p of the slab t describes. */
 MEMATTR_INLINE ObjAttr *memattr_obj(const SlabTab *t, const void *p) {
-  return &t->obj[((uint64_t)((uintptr_t)p - (uintptr_t)t->base) * t->inv) >> 32];
+  return &t->obj[memattr_index(t, p)];
 }
 
 /* Whether slab object p has an entry in its slab's side table: *op the entry, *tp the table.
@@ -48,6 +53,19 @@ MEMATTR_INLINE int memattr_entry(const MemAttr *m, const void *p, uint32_t w, Sl
   *tp = t;
   *op = memattr_obj(t, p);
   return 1;
+}
+
+/* Slab object p, free, is the next one its magazine hands out: fetch the line of its entry,
+   which that allocation will write, now. Entries are 8 bytes each among their slab's and a
+   magazine's blocks come from many slabs, so that line is often out of L1, and by time that
+   write was most of what attribution cost on bench/alloc.lua's closures (bench/README.md). A
+   hint only: a stale number or one of MAP_ATTR_FAR fetches a useless line, never faults. */
+MEMATTR_INLINE void memattr_prefetch(const MemAttr *m, const void *p) {
+  uint32_t a = MAP_SLAB_ATTR(chunk_of(p)->map[chunk_page(p)]);
+  if (a >= m->ntabs) return;  /* no table there */
+  const SlabTab *t = &m->tabs[a];
+  /* in integers: a free number's table has no entries (obj NULL) */
+  __builtin_prefetch((const void *)((uintptr_t)t->obj + memattr_index(t, p) * sizeof(ObjAttr)), 1);
 }
 
 /* Object `o` of table t is charged to `node`, born at `at`. */
