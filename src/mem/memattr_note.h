@@ -56,10 +56,10 @@ MEMATTR_INLINE int memattr_entry(const MemAttr *m, const void *p, uint32_t w, Sl
 }
 
 /* Slab object p, free, is the next one its magazine hands out: fetch the line of its entry,
-   which that allocation will write, now. Entries are 8 bytes each among their slab's and a
-   magazine's blocks come from many slabs, so that line is often out of L1, and by time that
-   write was most of what attribution cost on bench/alloc.lua's closures (bench/README.md). A
-   hint only: a stale number or one of MAP_ATTR_FAR fetches a useless line, never faults. */
+   which that allocation will write, now. A magazine's blocks come from many slabs, so that
+   line is often out of L1, and by time that write was most of what attribution cost on
+   bench/alloc.lua's closures (bench/README.md). A hint only: a stale number or one of
+   MAP_ATTR_FAR fetches a useless line, never faults. */
 MEMATTR_INLINE void memattr_prefetch(const MemAttr *m, const void *p) {
   uint32_t a = MAP_SLAB_ATTR(chunk_of(p)->map[chunk_page(p)]);
   if (a >= m->ntabs) return;  /* no table there */
