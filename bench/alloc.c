@@ -14,8 +14,8 @@
  * "cprof+attr" is cprof's allocator with memory attribution on (mem/memattr.c, as a profile
  * runs it: every block's node and birth time in its slab's side table, its node's record of
  * sizes, lifetimes and Lua types updated at each allocation and free), every allocation
- * charged to one node. The profiler's hook, whose cost is the same with any allocator, is left out, and
- * with it the clock it moves: this is the allocator's side of a memory profile.
+ * charged to one node. The profiler's hook, whose cost is the same with any allocator, is left
+ * out, and with it the clock it moves: this is the allocator's side of a memory profile.
  *
  * mimalloc is loaded with dlopen in its own child only, so the other runs keep glibc's malloc.
  */

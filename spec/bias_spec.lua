@@ -34,6 +34,20 @@ local function taken(raw, cal, f)
 end
 
 -- Powers of two, small enough that no time goes below zero: every sum below is exact.
+-- A chunk's start for S.run_lua: calibrations whose probe takes probes(f)'s f(i) at its i-th
+-- run since that call (1 until the first), `calls` runs so far; CONFIRM 0: one probe after the
+-- blocks.
+local FAKE_PROBE = [[
+  local cprof = require "cprof"
+  local calibrate = require "cprof.calibrate"
+  calibrate.CONFIRM = 0
+  local calls, speed = 0, function() return 1 end
+  local function probes(f) calls, speed = 0, f end
+  calibrate.prober = function()
+    return function() calls = calls + 1 return speed(calls) end
+  end
+]]
+
 local MODEL = { lua_call = 1 / 1024, c_call = 1 / 4096, switch = 1 / 64, wrap = 1 / 32,
                 line = 1 / 8192 }
 
@@ -409,15 +423,9 @@ describe("calibrate", function()
     -- probes in a cycle of ten, `fast` of them at full speed: a round lies between two probes,
     -- so with 4 fast 3 rounds in 10 count (every kind votes in every block, none has half its
     -- rounds at full speed), with 7 fast 6 in 10
-    local out, err, status = S.run_lua([[
-      local cprof = require "cprof"
-      local calibrate = require "cprof.calibrate"
-      calibrate.CONFIRM = 0
+    local out, err, status = S.run_lua(FAKE_PROBE .. [[
       local function blocks(fast)
-        local calls = 0
-        calibrate.prober = function()
-          return function() calls = calls + 1 return calls % 10 < fast and 1 or 2 end
-        end
+        probes(function(i) return i % 10 < fast and 1 or 2 end)
         local m = cprof.Profile { timer = "counter" }:calibrate(1000)
         return m.blocks, m.full_speed
       end
@@ -431,23 +439,16 @@ describe("calibrate", function()
   end)
 
   it("measures again when the machine turns out faster after the blocks", function()
-    -- probes of a fake speed: the block's calls are counted first (CONFIRM 0: one probe after)
-    local out, err, status = S.run_lua([[
-      local cprof = require "cprof"
-      local calibrate = require "cprof.calibrate"
-      calibrate.CONFIRM = 0
-      local speed, calls = function() return 1 end, 0
-      calibrate.prober = function()
-        return function() calls = calls + 1 return speed(calls) end
-      end
+    -- the block's calls are counted first (CONFIRM 0: one probe after)
+    local out, err, status = S.run_lua(FAKE_PROBE .. [[
       local function run() return cprof.Profile { timer = "counter" }:calibrate(1000) end
       local m = run()
       local per_try = calls - 1
       -- a slow first attempt, then the machine at full speed: measured twice
-      calls, speed = 0, function(i) return i <= per_try and 2 or 1 end
+      probes(function(i) return i <= per_try and 2 or 1 end)
       local twice = run()
       -- slow in every attempt's blocks, fast after each: RETRIES more, no more
-      calls, speed = 0, function(i) return (i - 1) % (per_try + 1) < per_try and 2 or 1 end
+      probes(function(i) return (i - 1) % (per_try + 1) < per_try and 2 or 1 end)
       local always = run()
       print(m.attempts, twice.attempts, twice.probe, always.attempts, always.probe)
     ]])

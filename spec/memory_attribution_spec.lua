@@ -110,8 +110,8 @@ print(p:getstats().entries[1].alloc_count, p:snapshot().nodes.alloc_count, p:sna
 
   it("charges no function for moving a block born under Lua's allocator, before the install", function()
     -- The move of `old`'s array (made before install: the old allocator's block) continues no
-    -- charged block; the free noted just before it was the last growth of mine's array, which
-    -- was charged (a flag left by that free once charged grow for the move).
+    -- charged block, though the free just before it (the last growth of mine's array) was
+    -- charged: only a realloc's own free may decide its move's charge.
     local out = run([[
 old = {1}
 ]] .. PRELUDE .. [[

@@ -359,21 +359,20 @@ function M.measure(p, n)
     for b, bk in ipairs(blocks) do r[b] = bk[kind].rounds end
     return r
   end
-  -- the blocks of a kind with at least half its rounds at full speed
-  local function dense(rounds, fastest)
-    local n = 0
-    for _, r in ipairs(rounds) do
-      if 2 * #M.at_full_speed(r.speed, fastest) >= #r.speed then n = n + 1 end
-    end
-    return n
-  end
+  -- Every kind has VOTES blocks that vote (MIN_ROUNDS rounds at full speed) and, while fewer
+  -- than DENSE_BLOCKS were measured, VOTES with half its rounds at full speed: counted, not
+  -- gathered as full_speed gathers the votes' samples.
   local function enough()
     local fastest = M.fastest(probes)
     for _, kind in ipairs(bias.KINDS) do
-      local rounds = rounds_of(kind)
-      local votes, full = M.full_speed(rounds, fastest)
-      if not full or #votes < M.VOTES then return false end
-      if #blocks < M.DENSE_BLOCKS and dense(rounds, fastest) < M.VOTES then return false end
+      local voting, dense = 0, 0
+      for _, bk in ipairs(blocks) do
+        local speed = bk[kind].rounds.speed
+        local kept = #M.at_full_speed(speed, fastest)
+        if kept >= M.MIN_ROUNDS then voting = voting + 1 end
+        if 2 * kept >= #speed then dense = dense + 1 end
+      end
+      if voting < M.VOTES or (#blocks < M.DENSE_BLOCKS and dense < M.VOTES) then return false end
     end
     return true
   end
