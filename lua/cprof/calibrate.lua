@@ -53,13 +53,14 @@ M.ROUNDS = 101
 M.SPLIT = { c_call = 4, switch = 3, wrap = 3 }
 --- Kinds whose rounds in a block are shared among PARTS[kind] profiles measured apart in time
 --- (the first part of every kind, then the second of those with two), each part voting on its
---- own. A C call's bias is small (-4.8 ns), so the judge's +-20% is +-0.9 ns, and its votes in
---- one calibration spread by 0.4 ns (standard deviation; 0.2-0.3 of it in every block, the rest
---- drifting from block to block, which the probe does not see). The lower quartile of 5 votes
---- left 2 processes of 25 with a calibration more than 20% from the others; 10 votes, in two
---- parts a block (SPLIT 4 instead of 2, for 6% more time): (NUMBERS) (bench/README.md,
---- "Accuracy"). Three parts run one after the other, or more rounds in one part, did not help:
---- the noise of neighbouring rounds is shared.
+--- own. A C call's bias is small (-4.8 ns), so that the judge's +-20% is +-0.9 ns, and its votes
+--- in one calibration spread by 0.4 ns (standard deviation), partly from block to block: the
+--- lower quartile of five left 3 processes of 19 with a calibration more than 20% from the
+--- others. Two parts a block, in runs 4 times shorter (SPLIT), side by side: the median spread
+--- of a process's five calibrations +-9% -> +-6% (19 processes each way), 3 -> 1 such process,
+--- under a choppy load +-27% -> +-8% (7), for 7% more CPU time. More runs in one part (SPLIT 4,
+--- 6 or 8) or three parts one after the other did not narrow it clearly: neighbouring runs
+--- share their noise (bench/README.md, "Accuracy").
 M.PARTS = { c_call = 2 }
 --- Rounds run first and not kept.
 M.WARMUP = 10
