@@ -4,11 +4,10 @@
 -- binary recursion, half of the calls each (lua_call), a loop calling a C function (c_call),
 -- resuming two coroutines in turn, each yielding (switch), calling two functions made by
 -- coroutine.wrap in turn, whose bodies yield (wrap), a loop of line events in a profile with
--- lines on (line). A workload runs
--- ROUNDS times unprofiled (C calls and coroutines SPLIT times as often, each run as many times
--- shorter; C calls in PARTS profiles, apart in time), timed with the profile's timer, and as many times under a profile of the same timer,
--- the two interleaved (in alternating order) so that a busy moment of a shared machine hits both
--- alike.
+-- lines on (line). A workload runs ROUNDS times unprofiled (C calls and coroutines SPLIT times
+-- as often, each run as many times shorter; C calls in PARTS profiles, apart in time), timed
+-- with the profile's timer, and as many times under a profile of the same timer, the two
+-- interleaved (in alternating order) so that a busy moment of a shared machine hits both alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
 -- their Hodges–Lehmann estimate, the median of all pairwise differences profiled −
 -- unprofiled, which a few disturbed runs do not move; its 95% confidence interval comes from the
@@ -28,8 +27,8 @@
 -- (each of a kind's PARTS in it) votes with its full-speed rounds if it has MIN_ROUNDS of them,
 -- and each kind is the lower quartile of the votes; blocks are added (up to MAX_BLOCKS) until
 -- each kind has VOTES of them (per part), and (up to DENSE_BLOCKS) until each kind has as many
--- with half their rounds at full speed. When none votes, all blocks do, with all their rounds: a machine slow the whole time
--- is measured as it is.
+-- with half their rounds at full speed. When none votes, all blocks do, with all their rounds:
+-- a machine slow the whole time is measured as it is.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
