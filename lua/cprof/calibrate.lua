@@ -54,12 +54,12 @@ M.SPLIT = { c_call = 4, switch = 3, wrap = 3 }
 --- (the first part of every kind, then the second of those with two), each part voting on its
 --- own. A C call's bias is small (-4.8 ns), so that the judge's +-20% is +-0.9 ns, and its votes
 --- in one calibration spread by 0.4 ns (standard deviation), partly from block to block: the
---- lower quartile of five left 3 processes of 19 with a calibration more than 20% from the
+--- lower quartile of five left 4 processes of 27 with a calibration more than 20% from the
 --- others. Two parts a block, in runs 4 times shorter (SPLIT), side by side: the median spread
---- of a process's five calibrations +-9% -> +-6% (19 processes each way), 3 -> 1 such process,
---- under a choppy load +-24% -> +-10% (11), for 6-7% more CPU time. More runs in one part
---- (SPLIT 4, 6 or 8) or three parts one after the other did not narrow it clearly: neighbouring
---- runs share their noise (bench/README.md, "Accuracy").
+--- of a process's five calibrations +-9% -> +-6% (27 processes each way; 4 -> 3 such
+--- processes), under a choppy load +-24% -> +-10% (11; 6 -> 0), for 6-7% more CPU time. More
+--- runs in one part (SPLIT 4, 6 or 8) or three parts one after the other did not narrow it
+--- clearly: neighbouring runs share their noise (bench/README.md, "Accuracy").
 M.PARTS = { c_call = 2 }
 --- Rounds run first and not kept.
 M.WARMUP = 10
