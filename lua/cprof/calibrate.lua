@@ -58,8 +58,8 @@ M.SPLIT = { c_call = 4, switch = 3, wrap = 3 }
 --- others. Two parts a block, in runs 4 times shorter (SPLIT), side by side: the median spread
 --- of a process's five calibrations +-9% -> +-6% (27 processes each way; 4 -> 3 such
 --- processes), under a choppy load +-20% -> +-10% (15; 7 -> 0), for 7% more CPU time (13%
---- under the load). More runs in one part (SPLIT 4, 6 or 8) or three parts one after the other did not narrow it
---- clearly: neighbouring runs share their noise (bench/README.md, "Accuracy").
+--- under the load). More runs in one part (SPLIT 4, 6 or 8) or three parts one after the other
+--- did not narrow it clearly: neighbouring runs share their noise (bench/README.md, "Accuracy").
 M.PARTS = { c_call = 2 }
 --- Rounds run first and not kept.
 M.WARMUP = 10
