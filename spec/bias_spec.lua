@@ -438,6 +438,27 @@ describe("calibrate", function()
     assert.is_true(math.abs(tonumber(f4) - 0.3) < 0.02 and math.abs(tonumber(f7) - 0.6) < 0.02, out)
   end)
 
+  it("measures C calls in two parts a block, apart in time, each voting", function()
+    -- a round's speed is the number of the probe after it: its place in time
+    local out, err, status = S.run_lua(FAKE_PROBE .. [[
+      calibrate.MAX_BLOCKS = calibrate.BLOCKS
+      probes(function(i) return i end)
+      local seen, full_speed = {}, calibrate.full_speed
+      calibrate.full_speed = function(parts, fastest)
+        seen[#seen + 1] = parts
+        return full_speed(parts, fastest)
+      end
+      cprof.Profile { timer = "counter" }:calibrate(1000)
+      for _, parts in ipairs(seen) do io.write(#parts, " ", #parts[1].speed, " ") end
+      local lua_call, c_call, line = seen[1], seen[2], seen[5]
+      -- the first block's second part of C calls: after its line events, before the next block
+      print(c_call[2].speed[1] > line[1].speed[#line[1].speed],
+            c_call[2].speed[#c_call[2].speed] < lua_call[2].speed[1])
+    ]])
+    assert.are.equal(0, status, err)
+    assert.are.equal("5 101 10 202 5 303 5 303 5 101 true\ttrue\n", out)
+  end)
+
   it("measures again when the machine turns out faster after the blocks", function()
     -- the block's calls are counted first (CONFIRM 0: one probe after)
     local out, err, status = S.run_lua(FAKE_PROBE .. [[

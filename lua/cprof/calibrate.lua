@@ -4,11 +4,10 @@
 -- binary recursion, half of the calls each (lua_call), a loop calling a C function (c_call),
 -- resuming two coroutines in turn, each yielding (switch), calling two functions made by
 -- coroutine.wrap in turn, whose bodies yield (wrap), a loop of line events in a profile with
--- lines on (line). A workload runs
--- ROUNDS times unprofiled (C calls and coroutines SPLIT times as often, each run as many times
--- shorter), timed with the profile's timer, and as many times under a profile of the same timer,
--- the two interleaved (in alternating order) so that a busy moment of a shared machine hits both
--- alike.
+-- lines on (line). A workload runs ROUNDS times unprofiled (C calls and coroutines SPLIT times
+-- as often, each run as many times shorter; C calls in PARTS profiles, apart in time), timed
+-- with the profile's timer, and as many times under a profile of the same timer, the two
+-- interleaved (in alternating order) so that a busy moment of a shared machine hits both alike.
 -- The profiled run reports the workload's cumulative time. The shift between the two samples is
 -- their Hodges–Lehmann estimate, the median of all pairwise differences profiled −
 -- unprofiled, which a few disturbed runs do not move; its 95% confidence interval comes from the
@@ -25,11 +24,11 @@
 -- be a mix of the two machines, different in every run. A probe (prober: a profiled loop of Lua
 -- and C calls) timed before and after each round tells: a round counts when both are within
 -- FULL_SPEED of the probes' fast end (their 1st percentile over the whole calibration). A block
--- votes with its full-speed rounds if it has MIN_ROUNDS of them, and each kind is the lower
--- quartile of the blocks that vote; blocks are added (up to MAX_BLOCKS) until each kind has VOTES
--- of them, and (up to DENSE_BLOCKS) until each kind has VOTES blocks with half its rounds at full
--- speed. When none votes, all blocks do, with all their rounds: a machine slow the whole time
--- is measured as it is.
+-- (each of a kind's PARTS in it) votes with its full-speed rounds if it has MIN_ROUNDS of them,
+-- and each kind is the lower quartile of the votes; blocks are added (up to MAX_BLOCKS) until
+-- each kind has VOTES of them (per part), and (up to DENSE_BLOCKS) until each kind has as many
+-- with half their rounds at full speed. When none votes, all blocks do, with all their rounds:
+-- a machine slow the whole time is measured as it is.
 --
 -- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
@@ -50,7 +49,18 @@ M.ROUNDS = 101
 --- their length. Longer runs left the interval as it was; shorter ones narrow it with the square
 --- root of their number: +-2.0-2.8 ns became +-1.1-1.4 for 7% more time (bench/README.md,
 --- "Accuracy").
-M.SPLIT = { c_call = 2, switch = 3, wrap = 3 }
+M.SPLIT = { c_call = 4, switch = 3, wrap = 3 }
+--- Kinds whose rounds in a block are shared among PARTS[kind] profiles measured apart in time
+--- (the first part of every kind, then the second of those with two), each part voting on its
+--- own. A C call's bias is small (-4.8 ns), so that the judge's +-20% is +-0.9 ns, and its votes
+--- in one calibration spread by 0.4 ns (standard deviation), partly from block to block: the
+--- lower quartile of five left 4 processes of 27 with a calibration more than 20% from the
+--- others. Two parts a block, in runs 4 times shorter (SPLIT), side by side: the median spread
+--- of a process's five calibrations +-9% -> +-6% (27 processes each way; 4 -> 3 such
+--- processes), under a choppy load +-20% -> +-10% (15; 7 -> 0), for 7% more CPU time (13%
+--- under the load). More runs in one part (SPLIT 4, 6 or 8) or three parts one after the other
+--- did not narrow it clearly: neighbouring runs share their noise (bench/README.md, "Accuracy").
+M.PARTS = { c_call = 2 }
 --- Rounds run first and not kept.
 M.WARMUP = 10
 --- Blocks of measurements of every kind: a block that a busy neighbour slowed as a whole (a kind
@@ -60,9 +70,9 @@ M.BLOCKS = 5
 --- bench machine's full speed spreads over 1.0-1.25 times its fastest probe, a slowed host's
 --- starts at 1.6.
 M.FULL_SPEED = 1.3
---- Full-speed rounds a block needs to vote.
+--- Full-speed rounds a block (a part of it) needs to vote.
 M.MIN_ROUNDS = 21
---- Blocks with a vote each kind needs: more blocks are measured while one lacks them (a slow
+--- Votes each kind needs, per part: more blocks are measured while one lacks them (a slow
 --- stretch of the host can last seconds), up to MAX_BLOCKS in all.
 M.VOTES, M.MAX_BLOCKS = 3, 15
 --- Blocks measured, at most, while a kind has fewer than VOTES blocks with half its rounds at
@@ -313,17 +323,26 @@ local function sample(clock, q, work, m, rounds, probe, probes)
   return { prof = prof, plain = plain, speed = speed }, counts
 end
 
--- One block: every kind measured once, each on a fresh profile: per kind, its rounds and the
--- counts of every kind in the workload.
+-- One block: every kind measured, each part on a fresh profile, in passes (the first part of
+-- every kind, then the second of the kinds with two, ...): per kind, the rounds of each part and
+-- the counts of every kind in the workload.
 local function block(p, m, probe, probes)
-  local out = {}
+  local out, passes = {}, 1
   for _, kind in ipairs(bias.KINDS) do
-    local q = p:sibling(kind == "line")
-    q:bias(0)
-    local split = M.SPLIT[kind] or 1
-    local rounds, counts = sample(p, q, WORK[kind], math.max(1, math.floor(m / split)),
-                                  M.ROUNDS * split, probe, probes)
-    out[kind] = { rounds = rounds, counts = counts }
+    out[kind] = { parts = {} }
+    passes = math.max(passes, M.PARTS[kind] or 1)
+  end
+  for pass = 1, passes do
+    for _, kind in ipairs(bias.KINDS) do
+      local split, parts = M.SPLIT[kind] or 1, M.PARTS[kind] or 1
+      if pass <= parts then
+        local q = p:sibling(kind == "line")
+        q:bias(0)
+        out[kind].parts[pass], out[kind].counts =
+          sample(p, q, WORK[kind], math.max(1, math.floor(m / split)),
+                 math.ceil(M.ROUNDS * split / parts), probe, probes)
+      end
+    end
   end
   return out
 end
@@ -333,8 +352,9 @@ local function median(t)
   return n % 2 == 1 and s[(n + 1) / 2] or (s[n / 2] + s[n / 2 + 1]) / 2
 end
 
--- A disturbance the probe misses only ever adds time: the lower quartile of the votes, not
--- their median (the second lowest of five).
+-- A disturbance the probe misses only ever adds time, to a C call's negative bias too (of 1,196
+-- votes, 48 lay more than 1 ns above their calibration's median, 26 below): the lower quartile
+-- of the votes, not their median (the second lowest of five, the third of ten).
 local function lower_quartile(t)
   return sorted(t)[math.floor((#t + 3) / 4)]
 end
@@ -343,7 +363,7 @@ end
 --- of BLOCKS blocks: { lua_call, c_call, switch, wrap, line = seconds, err = { kind = seconds },
 --- confidence = 0.95, probe = seconds, full_speed = the share of rounds that counted, blocks,
 --- attempts = the times the blocks were measured (CONFIRM) }: per
---- kind, the lower quartile of the voting blocks' estimates (full_speed), with the median of their
+--- kind, the lower quartile of the votes' estimates (full_speed), with the median of their
 --- uncertainties. A kind whose events this Lua does not send (LuaJIT's coroutine.resume is a
 --- built-in that calls no hook) is 0 with no uncertainty.
 function M.measure(p, n)
@@ -354,25 +374,27 @@ function M.measure(p, n)
     repeat after[#after + 1] = probe() until os.clock() - t0 >= M.CONFIRM
     return M.FULL_SPEED * M.fastest(after) < M.fastest(probes)
   end
+  -- a kind's parts of every block, in order
   local function rounds_of(kind)
     local r = {}
-    for b, bk in ipairs(blocks) do r[b] = bk[kind].rounds end
+    for _, bk in ipairs(blocks) do
+      for _, part in ipairs(bk[kind].parts) do r[#r + 1] = part end
+    end
     return r
   end
-  -- Every kind has VOTES blocks that vote (MIN_ROUNDS rounds at full speed) and, while fewer
-  -- than DENSE_BLOCKS were measured, VOTES with half its rounds at full speed: counted, not
-  -- gathered as full_speed gathers the votes' samples.
+  -- Every kind has VOTES votes per part (MIN_ROUNDS rounds at full speed) and, while fewer than
+  -- DENSE_BLOCKS blocks were measured, as many with half their rounds at full speed: counted,
+  -- not gathered as full_speed gathers the votes' samples.
   local function enough()
     local fastest = M.fastest(probes)
     for _, kind in ipairs(bias.KINDS) do
-      local voting, dense = 0, 0
-      for _, bk in ipairs(blocks) do
-        local speed = bk[kind].rounds.speed
-        local kept = #M.at_full_speed(speed, fastest)
+      local voting, dense, need = 0, 0, M.VOTES * (M.PARTS[kind] or 1)
+      for _, part in ipairs(rounds_of(kind)) do
+        local kept = #M.at_full_speed(part.speed, fastest)
         if kept >= M.MIN_ROUNDS then voting = voting + 1 end
-        if 2 * kept >= #speed then dense = dense + 1 end
+        if 2 * kept >= #part.speed then dense = dense + 1 end
       end
-      if voting < M.VOTES or (#blocks < M.DENSE_BLOCKS and dense < M.VOTES) then return false end
+      if voting < need or (#blocks < M.DENSE_BLOCKS and dense < need) then return false end
     end
     return true
   end
