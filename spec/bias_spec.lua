@@ -33,7 +33,6 @@ local function taken(raw, cal, f)
   return { r[2] - c[2], r[3] - c[3] }
 end
 
--- Powers of two, small enough that no time goes below zero: every sum below is exact.
 -- A chunk's start for S.run_lua: calibrations whose probe takes probes(f)'s f(i) at its i-th
 -- run since that call (1 until the first), `calls` runs so far; CONFIRM 0: one probe after the
 -- blocks.
@@ -48,6 +47,7 @@ local FAKE_PROBE = [[
   end
 ]]
 
+-- Powers of two, small enough that no time goes below zero: every sum below is exact.
 local MODEL = { lua_call = 1 / 1024, c_call = 1 / 4096, switch = 1 / 64, wrap = 1 / 32,
                 line = 1 / 8192 }
 
