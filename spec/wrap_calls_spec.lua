@@ -125,6 +125,36 @@ describe("calls of functions made by coroutine.wrap", function()
     assert.are.same({ 1, 1 }, counts(S.find(st, "error")))
   end)
 
+  -- The innermost body's error kills every coroutine of the chain, and each wrap resets the
+  -- coroutine it called, which then reads LUA_OK: the next event, in the main thread, is not
+  -- a return to that coroutine's resumer. Taken for a resume, it made a loop of resumers that
+  -- disable() walked forever; a child process, so that a loop fails the spec instead of
+  -- hanging the suite.
+  it("counts wraps nested five deep whose innermost body raises, and disable() returns", function()
+    local out, err, status = S.run_lua([[
+local cprof = require "cprof"
+for _, fast in ipairs { true, false } do
+  local depth = 0
+  local function nest(n)
+    depth = depth + 1
+    if depth == n then error("deep") end
+    coroutine.wrap(nest)(n)
+  end
+  local p = cprof.Profile { timer = "counter", fast_path = fast }
+  p:enable()
+  local ok = pcall(nest, 5)
+  p:disable()
+  local rows = {}
+  for _, e in ipairs(p:getstats().entries) do rows[e.name] = e.ncalls .. "/" .. e.pcalls end
+  local src = debug.getinfo(nest, "S").source:sub(2)
+  print(ok, depth, rows.nest, rows["wrap(" .. src .. ":4)"], rows.error, debug.gethook() ~= nil)
+end
+]], nil, "timeout 60")
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    assert.are.equal(("false\t5\t5/1\t4/1\t1/1\tfalse\n"):rep(2), out)
+  end)
+
   it("counts tail calls into a wrap, and a body that tail-calls another", function()
     local function tail(g) return g() end
     local function count() local i = 0 while true do i = i + 1 coroutine.yield(i) end end

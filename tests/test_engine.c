@@ -112,6 +112,7 @@ static Stack *setup(Profiler *P, lua_State *L) {
   Stack *st = stk_new(&P->stacks, P, L);
   CHECK(st != NULL, "stack");
   stk_set_cur(&P->stacks, st);
+  P->stacks.main = st;  /* as enable() has it: L is the main thread */
   return st;
 }
 

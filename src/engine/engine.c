@@ -188,21 +188,30 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
 #if LUAPRIV_KNOWN
     if (P->fast) status = luapriv_status(from->L);
 #endif
+    /* A coroutine whose status reads LUA_OK has ended when it holds no activation: it
+       returned, or died of an error and was reset since (coroutine.wrap's caller and
+       coroutine.close do that), which leaves it LUA_OK with cprof's frames unpopped. It did not
+       resume `to`: taking it for `to`'s resumer would close a loop of resumers, which
+       disable() would walk forever. The main thread holds none while a host resumes a
+       coroutine from C. */
+    lua_Debug top;
+    int gone = status != LUA_OK ? status != LUA_YIELD
+                                : from != P->stacks.main && !lua_getstack(from->L, 0, &top);
     int back = to == from->resumer;
     if (back) {
       /* Control came back: all the coroutine did is the resumer's callee time. */
       cprof_ticks d = coroutine_time(from, from->last);
       if (to->n > 0) to->f[to->n - 1].subt += d;
       if (switch_on_top(P, to)) close_switch(P, to, from->last);
-    } else if (status == LUA_OK && from->n > 0) {
+    } else if (!gone && status == LUA_OK && from->n > 0) {
       to->resumer = from;  /* `from` is still running, so it resumed `to` */
       /* (a new coroutine's first event is its body's call: nothing of it ran before) */
       to->switch_in = to->n > 0 ? at : now;
     }
-    if (back || status != LUA_OK) from->resumer = NULL;
+    if (back || gone || status != LUA_OK) from->resumer = NULL;
     if (status == LUA_YIELD) {
       if (!from->suspended) suspend(P, from, from->last);
-    } else if (back || status != LUA_OK) {
+    } else if (back || gone) {
       dead = 1;  /* finished, or killed by an error: its frames were unwound */
       eng_close_all(P, from, from->last);
     }
