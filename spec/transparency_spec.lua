@@ -74,6 +74,84 @@ io.write(table.concat(out, "\n"), "\n")
   end)
 end)
 
+describe("coroutines that ended (Lua 5.4's own test suite, db.lua and cstack.lua)", function()
+  it("keep the hook the program set on them, and a dead chain leaves the main thread's alone", function()
+    local plain, profiled = both([[
+local out = {}
+local function say(...)
+  local t = { n = select("#", ...), ... }
+  for i = 1, t.n do t[i] = tostring(t[i]) end
+  out[#out + 1] = table.concat(t, ",")
+end
+local lines = 0
+local function h(ev) if ev == "line" then lines = lines + 1 end end
+local done = coroutine.create(function(x) local a = x; coroutine.yield(a); return a + 1 end)
+debug.sethook(done, h, "lcr")
+say(coroutine.resume(done, 10))
+say(coroutine.resume(done))
+say(coroutine.status(done), debug.gethook(done) == h, select(2, debug.gethook(done)))
+local bad = coroutine.create(function() coroutine.yield(); error("bad") end)
+debug.sethook(bad, h, "c", 7)
+coroutine.resume(bad)
+say(coroutine.resume(bad))
+say(debug.gethook(bad) == h, select(2, debug.gethook(bad)))
+if coroutine.close then say(coroutine.close(bad)) end
+say(debug.gethook(bad) == h, select(2, debug.gethook(bad)))
+local depth = 0
+local function nest()
+  depth = depth + 1
+  if depth == 4 then error("deep", 0) end
+  coroutine.wrap(nest)()
+end
+say(pcall(nest))
+say(depth, debug.gethook() == nil, lines > 0)
+io.write(table.concat(out, "\n"), "\n")
+]])
+    assert.are.same(plain, profiled)
+    assert.are.equal(0, profiled.status)
+    if not S.jit then
+      assert.matches("\ndead,true,crl,0\n", profiled.out)
+      assert.matches(": deep\n4,true,true\n$", profiled.out)
+    end
+  end)
+
+  -- A coroutine collected while suspended leaves its stack until an event tells; a new one
+  -- born at its address, which the program hooks before it ever runs, must get that hook.
+  it("keep the hook the program sets on a new one at a collected one's address", function()
+    if S.jit then
+      pending("LuaJIT gives no new coroutine a collected one's address here")
+      return
+    end
+    local plain, profiled = both([[
+local lines = 0
+local function h() lines = lines + 1 end
+local found
+for _ = 1, 20 do
+  local a = coroutine.create(function() coroutine.yield() end)
+  coroutine.resume(a)
+  local addr = tostring(a)
+  a = nil
+  collectgarbage(); collectgarbage()
+  local made = {}
+  for i = 1, 8 do
+    made[i] = coroutine.create(function(x) local y = x + 1; return y end)
+    if tostring(made[i]) == addr then found = made[i] break end
+  end
+  if found then break end
+end
+if found then
+  debug.sethook(found, h, "l")
+  print(coroutine.resume(found, 1))
+  print(lines, debug.gethook(found) == h)
+else
+  print("no address was reused")
+end
+]])
+    assert.are.same(plain, profiled)
+    assert.are.equal("true\t2\n1\ttrue\n", profiled.out)
+  end)
+end)
+
 describe("a strict global table (issue 17)", function()
   it("does not stop the dump, and its metamethods never run for cprof", function()
     local path = S.tmpname(".prof")

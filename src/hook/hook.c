@@ -59,7 +59,7 @@ static void install(Stack *st, lua_State *T) {
 }
 
 void hook_take(Profiler *P, lua_State *L, int idx, lua_State *T) {
-  Stack *st = stk_find(&P->stacks, T);
+  Stack *st = thr_find(P, T);
   if (!st) st = thr_adopt(P, L, idx, T);
   if (st) install(st, T);
   else P->oom = 1;
@@ -293,7 +293,7 @@ static inline __attribute__((always_inline)) void record(Profiler *P, Stack *st,
     Stack *from = P->stacks.cur;
     now = clock_at(&P->clock, in);
     P->mem.in_hook = 1;
-    if (eng_switch(P, from, st, now)) thr_drop(P, from);
+    if (eng_switch(P, from, st, now)) thr_end(P, from, hook_event);
     stk_set_cur(&P->stacks, st);
     if (P->mem.heap) lalloc_set_thread(P->mem.heap, L);
     P->mem.in_hook = 0;

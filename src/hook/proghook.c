@@ -10,6 +10,7 @@
 #include <lauxlib.h>
 
 #include "hook/hook.h"
+#include "hook/threads.h"
 #include "util/compat.h"
 
 static const char WRAPPED_KEY = 'w';  /* registry: the debug library was wrapped */
@@ -19,7 +20,7 @@ static const char QUIET_KEY = 'q';    /* registry: the thread without a hook */
    never saw, the one it would have inherited. */
 static void program_hook(lua_State *L, lua_State *T, lua_Hook *h, int *mask, int *count) {
   Profiler *P = hook_profiler(L);
-  Stack *st = P ? stk_find(&P->stacks, T) : NULL;
+  Stack *st = P ? thr_find(P, T) : NULL;
   if (!st && P) st = P->stacks.cur;
   if (st) {
     *h = st->prev_hook;

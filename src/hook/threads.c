@@ -16,6 +16,27 @@ void thr_drop(Profiler *P, Stack *st) {
   stk_drop(&P->stacks, st);
 }
 
+Stack *thr_find(Profiler *P, lua_State *T) {
+  Stack *st = stk_find(&P->stacks, T);
+  if (st && st->suspended && lua_status(T) != LUA_YIELD) {
+    eng_close_all(P, st, st->suspended_at);
+    thr_drop(P, st);
+    return NULL;
+  }
+  return st;
+}
+
+/* st's thread was alive at the event before this one, so it has not been collected. A dead
+   thread runs no Lua code again but the __close handlers coroutine.close may still run in it,
+   which then go unprofiled: the price of debug.gethook on it answering as without cprof (the
+   hook the program set). Where the hook is global (LuaJIT), setting it would set every
+   thread's. */
+void thr_end(Profiler *P, Stack *st, lua_Hook ours) {
+  if (COMPAT_PER_THREAD_HOOKS && lua_gethook(st->L) == ours)
+    lua_sethook(st->L, st->prev_hook, st->prev_mask, st->prev_count);
+  thr_drop(P, st);
+}
+
 void thr_drop_all(Profiler *P) {
   while (P->stacks.n > 0) thr_drop(P, P->stacks.all[P->stacks.n - 1]);
 }

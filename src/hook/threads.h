@@ -36,8 +36,16 @@ Stack *thr_adopt(Profiler *P, lua_State *L, int idx, lua_State *T);
    out of memory (P->oom is set). */
 Stack *thr_stack(Profiler *P, lua_State *L, lua_Debug *ar, Stack *st);
 
+/* The stack of thread T as debug.sethook and debug.gethook on T see it: the one at T's address,
+   unless that is a dead coroutine's, left suspended, while T is not suspended (T was born at
+   its address since): that one is closed and dropped, and NULL returned. */
+Stack *thr_find(Profiler *P, lua_State *T);
+
 /* Frees a stack whose frames are closed or forgotten. */
 void thr_drop(Profiler *P, Stack *st);
+/* Frees the stack of a thread that has just ended (returned, or died of an error), whose
+   frames are closed, and gives the thread the program's hook back if it still has `ours`. */
+void thr_end(Profiler *P, Stack *st, lua_Hook ours);
 void thr_drop_all(Profiler *P);
 
 /* Gives every thread known to be alive whose hook is still `ours` the hook it had before
