@@ -25,6 +25,8 @@
 -- back into a function on the path into that function's node: a call back into a function
 -- already on the path has no memory cost of its own.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local export = require("cprof.export")
