@@ -64,7 +64,15 @@ static int64_t find_frame(const Stack *st, const void *ci) {
 }
 
 const Frame *eng_caller_slow(Profiler *P, Stack *st, const void *parent_ci, cprof_ticks now) {
-  if (st->n > 0) close_above(P, st, parent_ci ? find_frame(st, parent_ci) : -1, now);
+  if (st->n > 0) {
+    int64_t at = parent_ci ? find_frame(st, parent_ci) : -1;
+    /* A message handler that runs at a stack overflow is called from the activation whose
+       call overflowed, which sent no call event: its caller's caller is the frame to keep.
+       Closing every frame instead made the handler and all that followed roots. */
+    lua_Debug up;
+    if (at < 0 && parent_ci && lua_getstack(st->L, 2, &up)) at = find_frame(st, COMPAT_CI(up));
+    close_above(P, st, at, now);
+  }
   st->last = now;
   if (st->n > 0) return &st->f[st->n - 1];
   /* A coroutine's first frame is called by the frame that resumed it. */
