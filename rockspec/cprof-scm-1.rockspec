@@ -57,6 +57,7 @@ build = {
       ["cprof.browser.grammar"] = "lua/cprof/browser/grammar.lua",
       ["cprof.calibrate"] = "lua/cprof/calibrate.lua",
       ["cprof.cli"] = "lua/cprof/cli.lua",
+      ["cprof.env"] = "lua/cprof/env.lua",
       ["cprof.dump"] = "lua/cprof/dump.lua",
       ["cprof.export"] = "lua/cprof/export/init.lua",
       ["cprof.export.binary"] = "lua/cprof/export/binary.lua",

@@ -217,6 +217,26 @@ describe("errors", function()
     S.assert_adds_up(st)
   end)
 
+  -- The handler is called from the activation whose call overflowed the stack, which sent no
+  -- call event: cprof found no such frame and closed them all, so that the handler and
+  -- everything after it were roots, outside root's time (Lua 5.4.4's errors.lua).
+  it("keeps the frames under a message handler run at a stack overflow, and after it", function()
+    local function inf(k) return 1 + inf(k + 1) end
+    local function handler(m) return m end
+    local function leaf() return 1 end
+    local root = function()
+      assert(not xpcall(inf, handler, 1))
+      leaf()
+    end
+    local st = profile(root)
+    local _, ii = S.entry_of(st, inf)
+    local _, ri = S.entry_of(st, root)
+    assert.are.same({ 1, 1 }, { S.entry_of(st, handler).callers[ii].ncalls,
+                                S.entry_of(st, leaf).callers[ri].ncalls })
+    S.assert_adds_up(st)
+    assert.are.equal(S.entry_of(st, root).cumtime, S.total_tt(st))
+  end)
+
   it("profiles the traceback of a stack overflow like the unprofiled one", function()
     local function inf(k) return 1 + inf(k + 1) end
     local function run() return select(2, xpcall(inf, debug.traceback, 1)) end

@@ -210,6 +210,34 @@ describe("p:dump_stats(file, {reset = true})", function()
 end)
 
 describe("p:live", function()
+  it("asked for at a stack overflow, is written at a later return with room for it", function()
+    -- A message handler runs on the overflowed stack (Lua 5.4.4's test suite, errors.lua): the
+    -- dump written there failed with "out of memory" and was lost (Lua 5.4), or the handler
+    -- failed with cprof's "stack overflow" (LuaJIT, whose lua_checkstack raises).
+    local dir = S.new_dir()
+    local script = dir .. "/overflow.lua"
+    S.write_file(script, ([[
+local cprof = require "cprof"
+local p = cprof.Profile()
+p:enable()
+local h = p:live { file = %q, signal = "USR1" }
+local function inf(n) return inf(n + 1) + 1 end
+local function handler(m) os.execute("kill -USR1 " .. cprof.getpid()); return "handled: " .. m end
+print(xpcall(inf, handler, 1))
+local function later() return 1 end
+later()
+h:stop()
+p:disable()
+]]):format(dir .. "/live.%n.prof"))
+    local out, err, status = S.capture(child_env("") .. " " .. S.lua .. " " .. S.q(script))
+    assert.are.same({ ("false\thandled: %s:5: stack overflow\n"):format(script), "", 0 },
+      { out, err, status })
+    local c = counts(cprof.load(dir .. "/live.1.prof"))
+    assert.is_true(c[script .. ":5"] > 10000)
+    assert.are.equal(1, c[script .. ":6"])
+    S.remove_dir(dir)
+  end)
+
   it("names its files with %p, %n and %%, and dumps on demand", function()
     assert.are.equal(("a.%d.7%%.prof"):format(cprof.getpid()), cprof.dump_name("a.%p.%n%%.prof", 7))
     local dir = S.new_dir()

@@ -155,6 +155,37 @@ end
     assert.are.equal(("false\t5\t5/1\t4/1\t1/1\tfalse\n"):rep(2), out)
   end)
 
+  -- The same error ends each coroutine of the chain, which sends no event: each closes at the
+  -- error, its wrap with only its own time. They were left open until disable(), their wraps
+  -- charged the rest of the run (Lua 5.4.4's cstack.lua: a total 460 times the run's time).
+  it("ends the wraps an error killed at that error: own times add up to the total", function()
+    for _, fast in ipairs { true, false } do
+      local totals = {}
+      for depth = 1, 4 do
+        local function nest(n)
+          if n == 0 then error("deep") end
+          coroutine.wrap(nest)(n - 1)
+        end
+        local function root() pcall(nest, depth) end
+        local st = run(root, fast)
+        local sum, root_cum, wrap = 0, nil, nil
+        for _, e in ipairs(st.entries) do
+          assert.is_true(e.tottime <= e.cumtime, e.name)
+          sum = sum + e.tottime
+          if e.name == "root" then root_cum = e.cumtime end
+          if e.name:find("^wrap%(") then wrap = e end
+        end
+        assert.are.equal(root_cum, sum)
+        totals[depth] = sum
+        assert.are.same({ depth, 1 }, { wrap.ncalls, wrap.pcalls })
+      end
+      -- each level adds its calls and nothing else: the same number of clock readings
+      for depth = 2, 4 do
+        assert.are.equal(totals[2] - totals[1], totals[depth] - totals[depth - 1])
+      end
+    end
+  end)
+
   it("counts tail calls into a wrap, and a body that tail-calls another", function()
     local function tail(g) return g() end
     local function count() local i = 0 while true do i = i + 1 coroutine.yield(i) end end

@@ -7,6 +7,8 @@
 --
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
 
+local _ENV = require("cprof.env")()
+
 local profdata = require "cprof.profdata"
 
 local M = {}

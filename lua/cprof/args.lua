@@ -10,6 +10,8 @@
 --
 -- Works on Lua 5.4 and LuaJIT/Lua 5.1; needs nothing else of cprof.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local type, getmetatable, error, pcall, sformat = type, getmetatable, error, pcall, string.format

@@ -29,6 +29,8 @@
 
 -- Under a Lua cprof is not built for, or with the build for the other Lua on the C path: one
 -- sentence and exit status 1, before the script runs (not an interpreter's traceback).
+local _ENV = require("cprof.env")()
+
 do
   local ok, err = pcall(require("cprof.version").core)
   if not ok then

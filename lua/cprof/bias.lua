@@ -31,6 +31,8 @@
 -- A time that would go negative is set to 0 and counted (meta.bias_clamped): the bias is then
 -- too large for that function, as profile.py's comments warn.
 
+local _ENV = require("cprof.env")()
+
 local profdata = require "cprof.profdata"
 
 local M = {}

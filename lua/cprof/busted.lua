@@ -12,6 +12,8 @@
 --- with per-file, one per spec file (FILE with %f: the spec file's name; without %f, the name
 --- gets it before its extension), each covering that file only.
 
+local _ENV = require("cprof.env")()
+
 local cprof = require "cprof"
 local report = require "cprof.report"
 local busted = require "busted"

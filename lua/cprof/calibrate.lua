@@ -34,6 +34,8 @@
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
 -- own then use.
 
+local _ENV = require("cprof.env")()
+
 local bias = require "cprof.bias"
 local args = require "cprof.args"
 local core = require("cprof.version").core()

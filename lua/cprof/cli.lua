@@ -13,6 +13,8 @@
 -- messages and the manual page (tools/mkman.lua renders man/cprof-stats.1 from them) all come
 -- from them, so a new option is one more entry in OPTIONS and one more branch in main().
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local PROG = "cprof-stats"

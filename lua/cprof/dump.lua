@@ -15,6 +15,8 @@
 -- only reading or writing a cprof dump needs it.  Errors are "cprof: <path>: <reason>", or
 -- Lua's "bad argument #1 to '<fname>' (...)" for a file name that is not a string.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local args = require "cprof.args"

@@ -8,6 +8,8 @@
 --
 -- Works on Lua 5.4 and LuaJIT/Lua 5.1.
 
+local _ENV = require("cprof.env")()
+
 local pyfmt = require "cprof.pyfmt"
 
 local M = {}

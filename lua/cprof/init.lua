@@ -8,6 +8,8 @@
 -- The Profile object and its hot path are C (cprof.core); this file adds what Python's
 -- profile.Profile adds on top of the C profiler: run, runctx and printing.
 
+local _ENV = require("cprof.env")()
+
 local version = require "cprof.version"
 local core = version.core()
 local report = require "cprof.report"

@@ -15,6 +15,8 @@
 ---
 --- Under LuaJIT install() raises an error (see docs/MEMORY.md); the module still loads.
 
+local _ENV = require("cprof.env")()
+
 local core = require("cprof.version").core()
 local allocator = require "cprof.report.allocator"
 local args = require "cprof.args"

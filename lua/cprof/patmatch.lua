@@ -16,6 +16,8 @@
 --
 -- Works on Lua 5.4 and LuaJIT/Lua 5.1.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local sfind, ssub, sbyte, schar = string.find, string.sub, string.byte, string.char

@@ -27,6 +27,8 @@
 --
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
 
+local _ENV = require("cprof.env")()
+
 local funckey = require "cprof.funckey"
 local args = require "cprof.args"
 

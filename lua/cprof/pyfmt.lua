@@ -5,6 +5,8 @@
 -- Works on Lua 5.4 and LuaJIT/Lua 5.1 (where every number is a double: a whole number counts
 -- as a Python int).
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local type, tostring, tonumber = type, tostring, tonumber

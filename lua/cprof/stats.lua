@@ -23,6 +23,8 @@
 --
 -- Works on Lua 5.4 and LuaJIT/Lua 5.1.
 
+local _ENV = require("cprof.env")()
+
 local funckey = require "cprof.funckey"
 local pyfmt = require "cprof.pyfmt"
 local sortkeys = require "cprof.sortkeys"

@@ -8,15 +8,16 @@
 -- or which Lua the core.so that was found is built for.  This file runs on any Lua, 5.1
 -- included, so that it can say so.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 --- The version of cprof (semantic versioning; CHANGELOG.md lists what each one changed).
 M.VERSION = "0.1.0"
 
-local type, rawget, pcall, require, error, tostring = type, rawget, pcall, require, error, tostring
+local type, pcall, require, error, tostring = type, pcall, require, error, tostring
 
 local function jit_table()
-  local jit = rawget(_G, "jit")
   if type(jit) == "table" then return jit end
   return nil
 end

@@ -338,5 +338,8 @@ int dump_write_memory(lua_State *L, const char *name, int data, unsigned char **
    sees them called: lcprof.c gives them names for its reports. */
 int dump_read_body(lua_State *L);
 int dump_write_body(lua_State *L);
+/* The Lua stack slots dump_write_body needs beyond its arguments: a live dump is put off while
+   the program's stack has less room than this and the Lua frames above it (hook/live.c). */
+#define DUMP_WRITE_STACK (3 * DUMP_MAX_FIELDS + 16)
 
 #endif

@@ -469,7 +469,7 @@ int dump_write_body(lua_State *L) {
   Writer *W = lua_touserdata(L, 1);
   lua_settop(L, 2);
   W->data = 2;
-  if (!lua_checkstack(L, 3 * DUMP_MAX_FIELDS + 16)) out_error(&W->out, "out of memory");
+  if (!lua_checkstack(L, DUMP_WRITE_STACK)) out_error(&W->out, "out of memory");
   if (lua_type(L, 2) != LUA_TTABLE) {
     char b[64];
     out_error(&W->out, "the profile data must be a table, not %s", describe(L, 2, b, sizeof b));

@@ -64,7 +64,15 @@ static int64_t find_frame(const Stack *st, const void *ci) {
 }
 
 const Frame *eng_caller_slow(Profiler *P, Stack *st, const void *parent_ci, cprof_ticks now) {
-  if (st->n > 0) close_above(P, st, parent_ci ? find_frame(st, parent_ci) : -1, now);
+  if (st->n > 0) {
+    int64_t at = parent_ci ? find_frame(st, parent_ci) : -1;
+    /* A message handler that runs at a stack overflow is called from the activation whose
+       call overflowed, which sent no call event: its caller's caller is the frame to keep.
+       Closing every frame instead made the handler and all that followed roots. */
+    lua_Debug up;
+    if (at < 0 && parent_ci && lua_getstack(st->L, 2, &up)) at = find_frame(st, COMPAT_CI(up));
+    close_above(P, st, at, now);
+  }
   st->last = now;
   if (st->n > 0) return &st->f[st->n - 1];
   /* A coroutine's first frame is called by the frame that resumed it. */
@@ -175,6 +183,46 @@ static void close_switch(Profiler *P, Stack *st, cprof_ticks at) {
   st->last = at;
 }
 
+static int thread_status(const Profiler *P, lua_State *L) {
+  int status = lua_status(L);
+#if LUAPRIV_KNOWN
+  if (P->fast) status = luapriv_status(L);
+#endif
+  (void)P;
+  return status;
+}
+
+/* Whether st's thread, which is not the running one, has ended. A status that reads LUA_OK
+   means so when the thread holds no activation: it returned, or died of an error and was reset
+   since (coroutine.wrap's caller and coroutine.close do that), which leaves it LUA_OK with
+   cprof's frames unpopped. The main thread holds none while a host resumes a coroutine from C. */
+static int has_ended(const Profiler *P, Stack *st, int status) {
+  lua_Debug top;
+  return status != LUA_OK ? status != LUA_YIELD
+                          : st != P->stacks.main && !lua_getstack(st->L, 0, &top);
+}
+
+/* `from` ended without giving control back to `up`, its resumer: an error killed it and went
+   on, through coroutine.wrap, into `up`, which it killed too unless `up` caught it, and so on
+   up to `to`, the thread that caught it, whose event this is. The threads it killed send no
+   event: their frames close here, at the error (`from`'s last event), innermost first, each
+   giving its resumer its time as a callee. They stay linked through `resumer`, from `from` to
+   the outermost, for the caller to drop. */
+static void close_killed(Profiler *P, Stack *from, Stack *up, Stack *to) {
+  cprof_ticks at = from->last;
+  for (Stack *st = from;;) {
+    cprof_ticks d = coroutine_time(st, at);
+    if (!up) return;
+    if (up->n > 0) up->f[up->n - 1].subt += d;
+    if (up == to || !has_ended(P, up, thread_status(P, up->L))) return;
+    st->resumer = up;
+    st = up;
+    up = st->resumer;
+    st->resumer = NULL;
+    eng_close_all(P, st, at);
+  }
+}
+
 int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
   int dead = 0;
   /* LuaJIT sends no event when a resumed coroutine goes on after its yield, nor when its
@@ -184,20 +232,12 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
      coroutine's work after its yield is its own, and so is the resumer's after the resume. */
   cprof_ticks at = from && switch_on_top(P, from) ? from->last : now;
   if (from) {
-    int status = lua_status(from->L);
-#if LUAPRIV_KNOWN
-    if (P->fast) status = luapriv_status(from->L);
-#endif
-    /* A coroutine whose status reads LUA_OK has ended when it holds no activation: it
-       returned, or died of an error and was reset since (coroutine.wrap's caller and
-       coroutine.close do that), which leaves it LUA_OK with cprof's frames unpopped. It did not
-       resume `to`: taking it for `to`'s resumer would close a loop of resumers, which
-       disable() would walk forever. The main thread holds none while a host resumes a
-       coroutine from C. */
-    lua_Debug top;
-    int gone = status != LUA_OK ? status != LUA_YIELD
-                                : from != P->stacks.main && !lua_getstack(from->L, 0, &top);
-    int back = to == from->resumer;
+    int status = thread_status(P, from->L);
+    /* A coroutine that ended did not resume `to`: taking it for `to`'s resumer would close a
+       loop of resumers, which disable() would walk forever. */
+    int gone = has_ended(P, from, status);
+    Stack *up = from->resumer;
+    int back = to == up;
     if (back) {
       /* Control came back: all the coroutine did is the resumer's callee time. */
       cprof_ticks d = coroutine_time(from, from->last);
@@ -214,6 +254,7 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
     } else if (back || gone) {
       dead = 1;  /* finished, or killed by an error: its frames were unwound */
       eng_close_all(P, from, from->last);
+      if (!back) close_killed(P, from, up, to);
     }
   }
   if (to->suspended) resume(P, to, at);

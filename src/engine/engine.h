@@ -190,7 +190,8 @@ int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now);
 /* Control passed from the thread of `from` (may be NULL) to the thread of `to`, whose event at
    `now` this is. `from` is charged up to its own last event, so the time between the two events
    (the switch itself) stays with the frame that made it, and callee times add up.
-   Returns 1 when `from` is dead (finished or killed by an error): the caller drops it. */
+   Returns 1 when `from` is dead (finished or killed by an error): the caller drops it, and the
+   threads the same error killed on its way out, linked from it through `resumer`. */
 int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now);
 
 /* Closes every open frame of every stack, leaving internal frames on top of `cur` out. */

@@ -13,6 +13,7 @@
 
 #include <lauxlib.h>
 
+#include "dump/format.h"
 #include "hook/live.h"
 #include "util/compat.h"
 
@@ -63,20 +64,43 @@ static void *ticker(void *ud) {
   return NULL;
 }
 
+/* The stack a dump needs: the writer's and LIVE_LUA_STACK, a wide margin, for the Lua functions
+   on the way to it (cprof.Live:dump, dump_stats, the data). A return nearer the stack's limit (a
+   program deep in recursion, or handling a stack overflow) leaves the request to a later one,
+   which has the room: the dump would fail there, and be lost. */
+#define LIVE_LUA_STACK 400
+
+/* Runs under lua_pcall with (&room, dump function), because LuaJIT's lua_checkstack raises
+   "stack overflow" where Lua 5.4's returns 0: out of the hook, that error would be the
+   program's. */
+static int dump_if_room(lua_State *L) {
+  int *room = lua_touserdata(L, 1);
+  if (!lua_checkstack(L, DUMP_WRITE_STACK + LIVE_LUA_STACK)) return 0;
+  *room = 1;
+  lua_call(L, 0, 0);
+  return 0;
+}
+
 int live_dump(Profiler *P, lua_State *L) {
-  if (!lua_checkstack(L, 4)) return 0;
+  /* A hook has LUA_MINSTACK slots (both Luas give it them): enough for these three. */
   lua_rawgetp(L, LUA_REGISTRYINDEX, &DUMP_KEY);
   if (!lua_isfunction(L, -1)) {
     lua_pop(L, 1);
     return 0;
   }
+  int room = 0;
+  lua_pushcfunction(L, dump_if_room);
+  lua_insert(L, -2);
+  lua_pushlightuserdata(L, &room);
+  lua_insert(L, -2);
   atomic_store_explicit(&live_wanted, 0, memory_order_relaxed);
   P->mem.in_hook = 1;
-  /* The function reports its own errors; one here is out of memory, and the next request
-     tries again. */
-  if (lua_pcall(L, 0, 0, 0) != LUA_OK) lua_pop(L, 1);
+  /* The dump function reports its own errors; one here is out of memory (the next request
+     tries again), or LuaJIT's want of room. */
+  if (lua_pcall(L, 2, 0, 0) != LUA_OK) lua_pop(L, 1);
   P->mem.in_hook = 0;
-  return 1;
+  if (!room) atomic_store_explicit(&live_wanted, 1, memory_order_relaxed);
+  return room;
 }
 
 static void stop(lua_State *L, Live *lv) {

@@ -23,6 +23,8 @@
 --
 -- Needs LPeg (Debian: lua-lpeg).  Works on Lua 5.4 and LuaJIT.
 
+local _ENV = require("cprof.env")()
+
 local lpeg = require "lpeg"
 
 local P, R, S, C, Cc, Ct, Cp, Cmt, V =

@@ -14,6 +14,8 @@
 --
 -- Works on Lua 5.4 and LuaJIT (needs LPeg).
 
+local _ENV = require("cprof.env")()
+
 local stats = require "cprof.stats"
 local grammar = require "cprof.browser.grammar"
 

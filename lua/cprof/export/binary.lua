@@ -12,6 +12,8 @@
 -- `ffi` libraries.  The operators would not even parse under LuaJIT, so the Lua 5.4 code is
 -- compiled from a string at load time.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local schar, sbyte, floor, concat = string.char, string.byte, math.floor, table.concat

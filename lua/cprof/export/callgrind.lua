@@ -12,7 +12,7 @@
 -- Costs are whole numbers: nanoseconds, bytes, allocations (memory events only for profiles
 -- with memory, the chosen weight first: viewers show the first event).  Functions are named
 -- by their short names (cprof.export.model: the name, with its line where two functions share
--- it), files by chunk name, C functions in "[C]".
+-- it), files by chunk name ("???" for an empty one), C functions in "[C]".
 --
 -- Recursion (shared/reference/pstats/SPEC.md §7a): callgrind_annotate --inclusive=yes makes a
 -- function's inclusive cost its self cost plus the costs of the calls it makes.  An edge's
@@ -24,6 +24,8 @@
 -- cycle and does not).  Memory costs come from the call tree, where the engine folds a call
 -- back into a function on the path into that function's node: a call back into a function
 -- already on the path has no memory cost of its own.
+
+local _ENV = require("cprof.env")()
 
 local M = {}
 
@@ -133,6 +135,9 @@ function M.write(m, sink, opts, weight)
   local file_ids, fn_ids, nfiles = {}, {}, 0
   local function file_of(f)
     local file = F.kind[f] == "C" and "[C]" or tostring(F.file[f])
+    -- A chunk named "=" or "@" has no file name; callgrind_annotate takes "fl=(n) " for no
+    -- file at all and warns on every use: valgrind's own name for an unknown file instead.
+    if file == "" then file = "???" end
     local id = file_ids[file]
     if id then return sformat("(%d)", id) end
     nfiles = nfiles + 1

@@ -23,6 +23,8 @@
 -- that tell functions apart by name and args (speedscope) see one function where cprof sees
 -- one; a "B" and its "E" carry the same name and args, which speedscope needs to match them.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local export = require("cprof.export")

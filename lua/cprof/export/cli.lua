@@ -12,6 +12,8 @@
 -- the command to M.cli_exports when M.wanted says so.  Every value these options take is
 -- stored in o.exports, so that they stay apart from the report's settings.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local export = require("cprof.export")

@@ -10,6 +10,8 @@
 -- difffolded.pl writes them for flamegraph.pl's differential graphs; paths found in one
 -- profile only have 0 in the other.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local export = require("cprof.export")

@@ -30,6 +30,8 @@
 -- Sources without a call tree (pstats files, Stats objects, getstats() tables) can be
 -- written as pstats and callgrind only; the other formats say so.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local data_mod = require("cprof.profdata")

@@ -18,6 +18,8 @@
 -- value is the sum of its subtree's self values (for time, tottime summed equals the node's
 -- cumtime: the engine folds recursion into the ancestor node), so widths always add up.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local funckey = require("cprof.funckey")

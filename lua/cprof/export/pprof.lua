@@ -11,6 +11,8 @@
 -- profile's start and duration come from the dump; one mapping, with has_functions set, so
 -- that pprof looks for no binary.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local export = require("cprof.export")

@@ -14,6 +14,8 @@
 -- become U+FFFD (model.utf8).  Only functions and their callers are needed, so profiles
 -- without a call tree (pstats files, Stats) can be written too.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local export = require("cprof.export")

@@ -8,6 +8,8 @@
 -- nanoseconds for time ("none" for calls and allocations, "bytes" for bytes).  speedscope's
 -- Left Heavy and Sandwich views then show the same totals as cprof-stats.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local export = require("cprof.export")

@@ -23,6 +23,8 @@
 --
 -- opts: title, icicle, width (pixels, default 1200), minwidth (pixels, default 1).
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local export = require("cprof.export")

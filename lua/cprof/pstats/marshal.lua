@@ -30,6 +30,8 @@
 --
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local type, tostring, tonumber, error, pcall, setmetatable =

@@ -7,6 +7,8 @@
 -- `s`.  cprof.memory binds them to a stream and to the running state's allocator; Stats'
 -- print_allocator to a dump's snapshot.  Pure Lua: printing a snapshot needs no C extension.
 
+local _ENV = require("cprof.env")()
+
 local pyfmt = require "cprof.pyfmt"
 
 local M = {}

@@ -3,6 +3,8 @@
 --
 -- Each printer takes a Stats and `out`, a function that writes one string.
 
+local _ENV = require("cprof.env")()
+
 local funckey = require "cprof.funckey"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"

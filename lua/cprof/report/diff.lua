@@ -12,6 +12,8 @@
 -- and patterns, applied in order to the sorted rows, as pstats applies them), names (the two
 -- profiles' names for the heading).
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local funckey = require("cprof.funckey")

@@ -19,6 +19,8 @@
 --
 -- The same for a Stats object that already exists (several dumps added, say).
 
+local _ENV = require("cprof.env")()
+
 local stats = require("cprof.stats")
 local sortkeys = require("cprof.sortkeys")
 local args = require("cprof.args")

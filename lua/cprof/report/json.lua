@@ -11,6 +11,8 @@
 -- an array), and Debian's cjson 2.1.0 writes numbers with at most 14 significant digits (the
 -- document's numbers read back as the same double: "%.15g", "%.16g" or "%.17g").
 
+local _ENV = require("cprof.env")()
+
 local cjson = require "cjson"
 local args = require "cprof.args"
 

@@ -4,6 +4,8 @@
 --
 -- The printer takes a Stats and `out`, a function that writes one string.
 
+local _ENV = require("cprof.env")()
+
 local dump = require "cprof.dump"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"

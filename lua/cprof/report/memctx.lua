@@ -11,6 +11,8 @@
 -- counts per type are in dumps written since they were added (node columns life_*, <type>_allocs,
 -- <type>_frees); older dumps give the other numbers and say so.
 
+local _ENV = require("cprof.env")()
+
 local pyfmt = require("cprof.pyfmt")
 
 local M = {}

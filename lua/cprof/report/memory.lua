@@ -4,6 +4,8 @@
 --
 -- Each printer takes a Stats and `out`, a function that writes one string.
 
+local _ENV = require("cprof.env")()
+
 local funckey = require "cprof.funckey"
 local profdata = require "cprof.profdata"
 local pyfmt = require "cprof.pyfmt"

@@ -2,6 +2,8 @@
 --- and the whole print_stats report with its totals and restrictions (Stats:report_table),
 --- which the --json document and programs read.
 
+local _ENV = require("cprof.env")()
+
 local funckey = require "cprof.funckey"
 local profdata = require "cprof.profdata"
 local restrictions = require "cprof.restrictions"

@@ -8,6 +8,8 @@
 --   summary.series(list, out)      cprof-stats --memory-series: one row per dump
 --   summary.series_svg(list, out)  the same as an SVG line chart of the byte counts
 
+local _ENV = require("cprof.env")()
+
 local allocdata = require("cprof.allocdata")
 local allocator = require("cprof.report.allocator")
 local pyfmt = require("cprof.pyfmt")

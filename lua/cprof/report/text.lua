@@ -5,6 +5,8 @@
 -- Each printer takes a Stats and `out`, a function that writes one string (Stats buffers it
 -- and writes the whole report with a single write).
 
+local _ENV = require("cprof.env")()
+
 local funckey = require "cprof.funckey"
 local profdata = require "cprof.profdata"
 local pyfmt = require "cprof.pyfmt"

@@ -23,6 +23,8 @@
 --   title        the first line's name of the profile (the files)
 -- The last line says how many nodes were left out and why.
 
+local _ENV = require("cprof.env")()
+
 local M = {}
 
 local sformat, srep, concat, ipairs = string.format, string.rep, table.concat, ipairs
