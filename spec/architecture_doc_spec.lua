@@ -51,14 +51,10 @@ local function files_under(...)
   return list
 end
 
-local function set(list)
-  local s = {}
-  for _, x in ipairs(list) do s[x] = true end
-  return s
-end
-
+-- The entries of `from` that `into` lacks.
 local function missing(from, into)
-  local into_set, out = set(into), {}
+  local into_set, out = {}, {}
+  for _, x in ipairs(into) do into_set[x] = true end
   for _, x in ipairs(from) do
     if not into_set[x] then out[#out + 1] = x end
   end

@@ -18,6 +18,17 @@ local function both(script, env, args)
   return { out = po, err = pe, status = ps }, { out = qo, err = qe, status = qs }, src
 end
 
+-- The start of a script that prints what it gathers with say(...): its values, as text, joined
+-- by commas, one line a call (written by io.write(table.concat(out, "\n"), "\n") at the end).
+local SAY = [[
+local out = {}
+local function say(...)
+  local t = { n = select("#", ...), ... }
+  for i = 1, t.n do t[i] = tostring(t[i]) end
+  out[#out + 1] = table.concat(t, ",")
+end
+]]
+
 describe("a program's own hook (issue 17)", function()
   it("sees exactly the events it sees unprofiled", function()
     local plain, profiled = both([[
@@ -34,13 +45,7 @@ print(table.concat(events, " "))
   end)
 
   it("gets the same answers, errors and events from debug.gethook and debug.sethook", function()
-    local plain, profiled = both([[
-local out = {}
-local function say(...)
-  local t = { n = select("#", ...), ... }
-  for i = 1, t.n do t[i] = tostring(t[i]) end
-  out[#out + 1] = table.concat(t, ",")
-end
+    local plain, profiled = both(SAY .. [[
 local events = {}
 local function h(ev) local i = debug.getinfo(2, "n"); events[#events+1] = ev .. ":" .. tostring(i and i.name) end
 local function g() return 1 end
@@ -76,13 +81,7 @@ end)
 
 describe("coroutines that ended (Lua 5.4's own test suite, db.lua and cstack.lua)", function()
   it("keep the hook the program set on them, and a dead chain leaves the main thread's alone", function()
-    local plain, profiled = both([[
-local out = {}
-local function say(...)
-  local t = { n = select("#", ...), ... }
-  for i = 1, t.n do t[i] = tostring(t[i]) end
-  out[#out + 1] = table.concat(t, ",")
-end
+    local plain, profiled = both(SAY .. [[
 local lines = 0
 local function h(ev) if ev == "line" then lines = lines + 1 end end
 local done = coroutine.create(function(x) local a = x; coroutine.yield(a); return a + 1 end)
