@@ -196,7 +196,7 @@ static int thread_status(const Profiler *P, lua_State *L) {
    means so when the thread holds no activation: it returned, or died of an error and was reset
    since (coroutine.wrap's caller and coroutine.close do that), which leaves it LUA_OK with
    cprof's frames unpopped. The main thread holds none while a host resumes a coroutine from C. */
-static int has_ended(const Profiler *P, Stack *st, int status) {
+static __attribute__((noinline, cold)) int has_ended(const Profiler *P, Stack *st, int status) {
   lua_Debug top;
   return status != LUA_OK ? status != LUA_YIELD
                           : st != P->stacks.main && !lua_getstack(st->L, 0, &top);
@@ -208,7 +208,8 @@ static int has_ended(const Profiler *P, Stack *st, int status) {
    event: their frames close here, at the error (`from`'s last event), innermost first, each
    giving its resumer its time as a callee. They stay linked through `resumer`, from `from` to
    the outermost, for the caller to drop. */
-static void close_killed(Profiler *P, Stack *from, Stack *up, Stack *to) {
+static __attribute__((noinline, cold)) void close_killed(Profiler *P, Stack *from, Stack *up,
+                                                         Stack *to) {
   cprof_ticks at = from->last;
   for (Stack *st = from;;) {
     cprof_ticks d = coroutine_time(st, at);
@@ -233,11 +234,14 @@ int eng_switch(Profiler *P, Stack *from, Stack *to, cprof_ticks now) {
   cprof_ticks at = from && switch_on_top(P, from) ? from->last : now;
   if (from) {
     int status = thread_status(P, from->L);
-    /* A coroutine that ended did not resume `to`: taking it for `to`'s resumer would close a
-       loop of resumers, which disable() would walk forever. */
-    int gone = has_ended(P, from, status);
     Stack *up = from->resumer;
     int back = to == up;
+    /* A coroutine that ended did not resume `to`: taking it for `to`'s resumer would close a
+       loop of resumers, which disable() would walk forever. A thread that resumes another
+       switches to one suspended or not yet started; only control reaching another (the thread
+       that caught an error) asks whether `from` ended, which costs a call per switch. */
+    int gone = status != LUA_OK ? status != LUA_YIELD
+                                : !back && !to->suspended && to->n > 0 && has_ended(P, from, status);
     if (back) {
       /* Control came back: all the coroutine did is the resumer's callee time. */
       cprof_ticks d = coroutine_time(from, from->last);

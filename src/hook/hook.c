@@ -293,12 +293,7 @@ static inline __attribute__((always_inline)) void record(Profiler *P, Stack *st,
     Stack *from = P->stacks.cur;
     now = clock_at(&P->clock, in);
     P->mem.in_hook = 1;
-    if (eng_switch(P, from, st, now)) {
-      for (Stack *dead = from, *up; dead; dead = up) {
-        up = dead->resumer;
-        thr_end(P, dead, hook_event);
-      }
-    }
+    if (eng_switch(P, from, st, now)) thr_end(P, from, hook_event);
     stk_set_cur(&P->stacks, st);
     if (P->mem.heap) lalloc_set_thread(P->mem.heap, L);
     P->mem.in_hook = 0;

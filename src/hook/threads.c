@@ -32,9 +32,12 @@ Stack *thr_find(Profiler *P, lua_State *T) {
    hook the program set). Where the hook is global (LuaJIT), setting it would set every
    thread's. */
 void thr_end(Profiler *P, Stack *st, lua_Hook ours) {
-  if (COMPAT_PER_THREAD_HOOKS && lua_gethook(st->L) == ours)
-    lua_sethook(st->L, st->prev_hook, st->prev_mask, st->prev_count);
-  thr_drop(P, st);
+  for (Stack *up; st; st = up) {
+    up = st->resumer;
+    if (COMPAT_PER_THREAD_HOOKS && lua_gethook(st->L) == ours)
+      lua_sethook(st->L, st->prev_hook, st->prev_mask, st->prev_count);
+    thr_drop(P, st);
+  }
 }
 
 void thr_drop_all(Profiler *P) {

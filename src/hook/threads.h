@@ -44,7 +44,8 @@ Stack *thr_find(Profiler *P, lua_State *T);
 /* Frees a stack whose frames are closed or forgotten. */
 void thr_drop(Profiler *P, Stack *st);
 /* Frees the stack of a thread that has just ended (returned, or died of an error), whose
-   frames are closed, and gives the thread the program's hook back if it still has `ours`. */
+   frames are closed, and gives the thread the program's hook back if it still has `ours`; the
+   same for the threads the same error killed, linked from it through `resumer` (eng_switch). */
 void thr_end(Profiler *P, Stack *st, lua_Hook ours);
 void thr_drop_all(Profiler *P);
 
