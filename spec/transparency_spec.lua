@@ -203,6 +203,7 @@ for name in G.pairs(G) do G[name] = nil end
     local d = cprof.load(path)
     os.remove(path)
     assert.are.equal(177, fib_calls(d))
+    assert.matches("cprof%.auto .*%.lua$", d.meta.command)
   end)
 
   it("still gets its report printed", function()

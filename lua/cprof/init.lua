@@ -248,12 +248,10 @@ local function arg_text(v)
   return "<" .. type(v) .. ">"
 end
 
---- The command line of this process, from the global `arg` (interpreter, its options, the
---- script and its arguments), or "" when there is no `arg`.  The table is read raw: a program's
---- strict `arg` (a metatable that raises on missing keys) is never consulted.
-function cprof.command_line()
+-- The command line in the global `arg`, or nil when there is none.
+local function read_command_line()
   local a = rawget(_G, "arg")
-  if type(a) ~= "table" then return "" end
+  if type(a) ~= "table" then return nil end
   local lo = 0
   while rawget(a, lo - 1) ~= nil do lo = lo - 1 end
   local words = {}
@@ -263,6 +261,17 @@ function cprof.command_line()
     i = i + 1
   end
   return table.concat(words, " ")
+end
+
+-- A program may delete `arg` before it exits, when cprof.auto writes its dump.
+local command_at_load = read_command_line()
+
+--- The command line of this process, from the global `arg` (interpreter, its options, the
+--- script and its arguments), or, when the program has removed `arg`, as it was when cprof
+--- was loaded; "" when there was none then either.  The table is read raw: a program's strict
+--- `arg` (a metatable that raises on missing keys) is never consulted.
+function cprof.command_line()
+  return read_command_line() or command_at_load or ""
 end
 
 local function process_id()
