@@ -104,10 +104,7 @@ static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CF
        there): a suspended stack whose thread does not belongs to a dead coroutine whose
        address T now has. */
     Stack *st = stk_find(&P->stacks, T);
-    if (st && st->suspended) {
-      eng_close_all(P, st, st->suspended_at);
-      thr_drop(P, st);
-    }
+    if (st && st->suspended) thr_drop_dead(P, st);
     hook_take(P, L, -1, T);
     P->mem.in_hook = 0;
   }

@@ -16,21 +16,25 @@ void thr_drop(Profiler *P, Stack *st) {
   stk_drop(&P->stacks, st);
 }
 
+void thr_drop_dead(Profiler *P, Stack *st) {
+  eng_close_all(P, st, st->suspended_at);
+  thr_drop(P, st);
+}
+
 Stack *thr_find(Profiler *P, lua_State *T) {
   Stack *st = stk_find(&P->stacks, T);
   if (st && st->suspended && lua_status(T) != LUA_YIELD) {
-    eng_close_all(P, st, st->suspended_at);
-    thr_drop(P, st);
+    thr_drop_dead(P, st);
     return NULL;
   }
   return st;
 }
 
-/* st's thread was alive at the event before this one, so it has not been collected. A dead
-   thread runs no Lua code again but the __close handlers coroutine.close may still run in it,
-   which then go unprofiled: the price of debug.gethook on it answering as without cprof (the
-   hook the program set). Where the hook is global (LuaJIT), setting it would set every
-   thread's. */
+/* This reads the threads as eng_switch reads the status of the one it switched from: it relies
+   on their not having been collected since their last event. A dead thread runs no Lua code
+   again but the __close handlers coroutine.close may still run in it, which then go
+   unprofiled: the price of debug.gethook on it answering as without cprof (the hook the
+   program set). Where the hook is global (LuaJIT), setting it would set every thread's. */
 void thr_end(Profiler *P, Stack *st, lua_Hook ours) {
   for (Stack *up; st; st = up) {
     up = st->resumer;
@@ -101,8 +105,7 @@ static int continues(const Profiler *P, lua_State *L, lua_Debug *ar, const Stack
 
 Stack *thr_stack(Profiler *P, lua_State *L, lua_Debug *ar, Stack *st) {
   if (st && st->suspended && !continues(P, L, ar, st)) {
-    eng_close_all(P, st, st->suspended_at);
-    thr_drop(P, st);
+    thr_drop_dead(P, st);
     st = NULL;
   }
   if (!st) {
