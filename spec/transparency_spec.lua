@@ -183,8 +183,9 @@ describe("a program that deletes every global before it exits", function()
   local script = [[
 local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
 fib(10)
-local G = _G
+local G, pcall, select = _G, pcall, select
 for name in G.pairs(G) do G[name] = nil end
+for i = 1, 3 do pcall(select, 1, i) end
 ]]
 
   local function fib_calls(d)
@@ -204,6 +205,21 @@ for name in G.pairs(G) do G[name] = nil end
     os.remove(path)
     assert.are.equal(177, fib_calls(d))
     assert.matches("cprof%.auto .*%.lua$", d.meta.command)
+  end)
+
+  it("still names the C functions it called, by their global names as they were", function()
+    local path = S.tmpname(".prof")
+    local plain, profiled = both(script, "CPROF_OUT=" .. S.q(path))
+    assert.are.same(plain, profiled)
+    local d = cprof.load(path)
+    os.remove(path)
+    local calls = {}
+    for i = 1, d.frames.n do
+      if d.frames.name[i] == "pcall" or d.frames.name[i] == "select" then
+        calls[d.frames.name[i]] = (calls[d.frames.name[i]] or 0) + d.frames.ncalls[i]
+      end
+    end
+    assert.are.same({ pcall = 3, select = 3 }, calls)
   end)
 
   it("still gets its report printed", function()

@@ -19,6 +19,9 @@
 
 static const char INTERNAL_KEY = 'i';
 static const char ANCHORS_KEY = 'n';  /* registry: profile (light userdata) -> { string = true } */
+/* registry: the C functions of the global table when cprof loaded, by name: a program may empty
+   _G before its profile is written (Lua's test suite does), and its C functions keep names */
+static const char GLOBALS_KEY = 'g';
 
 lua_CFunction ident_resume, ident_wrap;
 
@@ -95,6 +98,23 @@ void ident_setup(lua_State *L) {
     lua_pushcfunction(L, noop);
     if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_iscfunction(L, -1))
       ident_wrap = lua_tocfunction(L, -1);
+  }
+  lua_settop(L, top);
+  lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
+  lua_getfield(L, -1, "_G");
+  if (lua_istable(L, -1)) {
+    lua_newtable(L);
+    lua_pushnil(L);
+    while (lua_next(L, -3)) {
+      if (lua_type(L, -2) == LUA_TSTRING && lua_iscfunction(L, -1)) {
+        lua_pushvalue(L, -2);
+        lua_insert(L, -2);
+        lua_rawset(L, -4);
+      } else {
+        lua_pop(L, 1);
+      }
+    }
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &GLOBALS_KEY);
   }
   lua_settop(L, top);
   learn(L, "_G", "ipairs", "t", LIB_IPAIRS);
@@ -504,13 +524,14 @@ typedef struct Naming {
   uint8_t *rank;   /* 3: none yet */
 } Naming;
 
-/* `sep` joins `mod` and `field`: '.' for a module's function, ':' for a method. */
+/* `sep` joins `mod` and `field`: '.' for a module's function, ':' for a method; no `mod`: a
+   global's bare name. */
 static void consider(Naming *N, uint32_t e, int rank, const char *mod, char sep,
                      const char *field) {
-  size_t len = strlen(field) + (rank == 0 ? 0 : strlen(mod) + 1);
+  size_t len = strlen(field) + (mod ? strlen(mod) + 1 : 0);
   char *cand = fault_malloc(len + 1);
   if (!cand) return;
-  if (rank == 0) memcpy(cand, field, len + 1);
+  if (!mod) memcpy(cand, field, len + 1);
   else snprintf(cand, len + 1, "%s%c%s", mod, sep, field);
   /* Several names may reach one function: the best ranked module wins, then the shortest
      name, then the alphabetically first (table order varies between runs). */
@@ -561,7 +582,8 @@ void ident_name_all(Profiler *P, lua_State *L) {
     while (lua_next(L, -2)) {
       if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
         const char *mod = lua_tostring(L, -2);
-        walk_module(P, L, &N, mod, '.', module_rank(mod));
+        int rank = module_rank(mod);
+        walk_module(P, L, &N, rank == 0 ? NULL : mod, '.', rank);
       }
       lua_pop(L, 1);
     }
@@ -575,6 +597,9 @@ void ident_name_all(Profiler *P, lua_State *L) {
     lua_rawget(L, -2);
     if (lua_istable(L, -1)) walk_module(P, L, &N, "file", ':', 1);
   }
+  /* Last, and only for what nothing named (rank 3: "none yet"), the globals as they were. */
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &GLOBALS_KEY);
+  if (lua_istable(L, -1)) walk_module(P, L, &N, NULL, '.', 3);
   lua_settop(L, top);
   for (uint32_t i = 0; i < n; i++) {
     if (!N.best[i]) continue;
