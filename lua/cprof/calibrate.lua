@@ -30,7 +30,11 @@
 -- with half their rounds at full speed. When none votes, all blocks do, with all their rounds:
 -- a machine slow the whole time is measured as it is.
 --
--- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
+-- What an event hides depends on the process too (where ASLR puts the C stack against the
+-- libraries, the string hash's seed), by more than a calibration's uncertainty: the model kept
+-- for the machine (machine) is the median of PROCESSES fresh processes of the same interpreter,
+-- each calibrating and saving its model to a temporary file the parent reads, one after the
+-- other. It is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
 -- own then use.
 
