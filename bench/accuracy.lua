@@ -369,7 +369,8 @@ print("")
 if machine then
   print(string.format("The machine's model (ns), subtracted below: the %s (each kind's value in"
     .. " each, and their median ± the larger of their median uncertainty and half the range of"
-    .. " the middle half)", machine.source))
+    .. " the middle half); %d measured again (their probe slow)", machine.source,
+    machine.remeasured))
   header = string.format("%-9s %s %14s", "kind", table.concat((function()
     local h = {}
     for c = 1, opts.processes do h[c] = string.format("%9s", "proc " .. c) end
@@ -496,7 +497,8 @@ print(string.format("Goals: totals and shares within %d%%, bias spread within %d
 if #failures > 0 then print("  outside: " .. table.concat(failures, ", ")) end
 -- One line for bench/accuracy_series.lua: the model subtracted and this process's first (ns),
 -- and every judged number.
-local line = { "series:", "met=" .. (#failures == 0 and 1 or 0), "processes=" .. opts.processes }
+local line = { "series:", "met=" .. (#failures == 0 and 1 or 0), "processes=" .. opts.processes,
+               "remeasured=" .. (machine and machine.remeasured or 0) }
 for _, k in ipairs(bias_mod.KINDS) do
   line[#line + 1] = string.format("model.%s=%.3f", k, model[k] * 1e9)
 end

@@ -738,6 +738,26 @@ describe("the machine's model", function()
     S.remove_dir(dir)
   end)
 
+  it("measures a process again when its probe ran slow: the host slowed it", function()
+    local dir = S.new_dir()
+    -- a stand-in interpreter: its first model (lua_call 30 ns) has a probe three times slower
+    -- than the next ones' (10 ns)
+    local path = dir .. "/lua"
+    S.write_file(path, table.concat({ "#!/bin/sh",
+      "file=$(printf '%s' \"$3\" | sed 's/.*, \"\\(.*\\)\")$/\\1/')",
+      "n=$(cat " .. S.q(dir .. "/n") .. " 2>/dev/null || echo 0); echo $((n + 1)) > " .. S.q(dir .. "/n"),
+      "if [ $n = 0 ]; then echo 'lua_call = 3e-08' > \"$file\"; echo 'probe = 3e-05' >> \"$file\"",
+      "else echo 'lua_call = 1e-08' > \"$file\"; echo 'probe = 1e-05' >> \"$file\"; fi", "" }, "\n"))
+    assert(os.execute("chmod +x " .. S.q(path)))
+    local m = calibrate.machine("tsc", 10, 3, path, error)
+    local runs = S.read_file(dir .. "/n")
+    S.remove_dir(dir)
+    assert.are.same({ 1e-8, 1e-8, 1e-8 }, m.processes.lua_call)
+    assert.are.equal(1e-8, m.lua_call)
+    assert.are.equal(1, m.remeasured)
+    assert.are.equal("4\n", runs)
+  end)
+
   it("runs the children with this process's module paths and JIT, and no LUA_INIT", function()
     local cmd = calibrate.child_command("/my lua/lua", "tsc", 1000, "/tmp/x")
     assert.are.equal("'/my lua/lua' -E " .. ((S.jit and not jit.status()) and "-joff " or "")
