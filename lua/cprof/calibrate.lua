@@ -543,7 +543,7 @@ function M.machine(timer, n, k, interpreter, here)
   local models, again = {}, 0
   for i = 1, k do models[i] = in_child(interpreter, timer, n) end
   -- A process the host slowed for its whole calibration measures every kind at about three
-  -- times its cost (3 of 30 processes in bench/README.md, "Accuracy"), and its probe ran as
+  -- times its cost (2 of 30 processes in bench/README.md, "Accuracy"), and its probe ran as
   -- slowly: measured again, RETRIES times at most.
   for _ = 1, M.RETRIES do
     local fastest, slow = math.huge, {}
