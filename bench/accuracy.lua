@@ -304,14 +304,9 @@ print(string.format("cprof:     %s, timer %s; %d rounds of ~%.1f ms per workload
 print("")
 io.stdout:flush()
 
--- The machine's model, measured by fresh processes of this interpreter (the lowest negative
--- index of arg) as cprof.save_calibration measures it; then this process's calibrations.
-local interpreter
-if arg then
-  local lo = 0
-  while arg[lo - 1] ~= nil do lo = lo - 1 end
-  if lo < 0 then interpreter = arg[lo] end
-end
+-- The machine's model, measured by fresh processes of this interpreter as
+-- cprof.save_calibration measures it; then this process's calibrations.
+local interpreter = W.interpreter(arg)
 local machine = opts.processes > 1 and calibrate.machine(timer, calibrate.DEFAULT_CALLS,
   opts.processes, interpreter, function() end)
 local models = {}
@@ -325,14 +320,6 @@ local model = machine or models[1]
 local function cell(v, e, width)
   return string.format("%" .. width .. "s", string.format("%.1f±%.1f", v * 1e9, e * 1e9))
 end
--- The median of vals and the largest distance from it, relative to it (0 when it is 0), and
--- in seconds.
-local function spread(vals)
-  local med = median(vals)
-  local dev = math.max(math.max(unpack(vals)) - med, med - math.min(unpack(vals)))
-  return med, med ~= 0 and dev / math.abs(med) or 0, dev
-end
-
 print("Bias per kind in this process (p:calibrate(), ns; ± half its 95% interval), and its spread"
       .. " over the runs" .. (machine and " (not judged: the machine's model is subtracted)" or ""))
 local header = string.format("%-9s %s %9s %9s %9s %9s %7s", "kind",
@@ -350,7 +337,9 @@ for _, k in ipairs(bias_mod.KINDS) do
   end
   -- a kind near 0 (c_call with the tsc timer) has a large relative spread: its spread in ns
   -- says what it does to a report
-  local med, rel, dev = spread(vals)
+  local med = median(vals)
+  local dev = math.max(math.max(unpack(vals)) - med, med - math.min(unpack(vals)))
+  local rel = med ~= 0 and dev / math.abs(med) or 0
   print(string.format("%-9s %s %9.1f %9.1f %9.1f %9s %7s", k, table.concat(cells, " "),
                       med * 1e9, math.min(unpack(vals)) * 1e9, math.max(unpack(vals)) * 1e9,
                       med ~= 0 and ("±" .. string.format("%.0f%%", rel * 100)) or "-",

@@ -69,10 +69,8 @@ if opts.from then
     os.exit(1)
   end
 else
-  local lo = 0
-  while arg[lo - 1] ~= nil do lo = lo - 1 end
   local cmd = table.concat({ opts.lock and ("flock " .. W.shell_quote(opts.lock)) or "",
-    W.shell_quote(arg[lo]), W.shell_quote(script_dir .. "/accuracy.lua"),
+    W.shell_quote(W.interpreter(arg) or "lua5.4"), W.shell_quote(script_dir .. "/accuracy.lua"),
     table.concat(passed, " ") }, " ")
   for r = 1, opts.runs do
     print(string.format("=== run %d of %d: %s", r, opts.runs, cmd))

@@ -786,6 +786,8 @@ describe("the machine's model", function()
       print(back.processes, back.source:match("^saved [^,]*$") ~= nil)
       print(select(2, pcall(cprof.save_calibration, "counter", 1000, 0)))
       print(select(2, pcall(cprof.save_calibration, "counter", 0.5)))
+      -- a timer that never moves: every kind costs nothing, and there is nothing to keep
+      print(select(2, pcall(cprof.save_calibration, function() return 0 end, 1000)))
     ]], "", "env XDG_CACHE_HOME=" .. S.q(dir))
     S.remove_dir(dir)
     assert.are.equal(0, status, err)
@@ -793,7 +795,9 @@ describe("the machine's model", function()
     assert.matches("bad argument #3 to 'save_calibration' %(a whole number of processes, 1 or"
                    .. " more expected, got number%)\n", out)
     assert.matches("bad argument #2 to 'save_calibration' %(a whole number of calls from 1 to"
-                   .. " 10000000 expected, got number%)\n$", out)
+                   .. " 10000000 expected, got number%)\n", out)
+    assert.matches("\n[^\n]*cprof: the calibration found every kind of event free: nothing to"
+                   .. " keep\n$", out)
   end)
 end)
 
