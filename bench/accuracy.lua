@@ -2,7 +2,7 @@
 --
 --   make bench
 --   eval "$(make -s env)"; lua5.4 bench/accuracy.lua [--quick] [--rounds=41] [--target=0.0002]
---        [--calibrations=5] [--only=fib,split] [--timer=tsc]
+--        [--calibrations=5] [--processes=5] [--only=fib,split] [--timer=tsc]
 --
 -- The workloads of bench/overhead.lua (fib, methods, strings, coro; bench/lib/workloads.lua)
 -- and two with a known split: `split`, root() calling arith() (a loop of arithmetic, one call)
@@ -17,15 +17,20 @@
 -- error is that shift over the median unprofiled time; a part's share is the median of its
 -- share in each profiled run, against the share of the medians of the parts run alone.
 --
--- The bias model is measured `calibrations` times first (p:calibrate()); the first model is the
--- one subtracted (as a program that calibrates once would), and the spread of each kind over
--- all of them is printed. The columns marked * subtract instead a model measured just before
--- that workload: when they are right and the others are not, the machine's speed changed
--- between the first calibration and the workload (they are not judged). Goals (issue 14): every
--- calibrated total within 10% of the unprofiled
--- time, each share of the splits within 10% of its true share, each kind's bias within 20% of
--- its median. Plain Lua 5.1 syntax: the same file runs under LuaJIT (with the JIT off for the
--- whole run: cprof profiles interpreted code, so that is what the unprofiled runs must be too).
+-- The model subtracted is the machine's, as a user who saved one (CPROF_CALIBRATE=save) gets:
+-- the median of `processes` fresh processes' calibrations (cprof.calibrate.machine); then the
+-- bias model is measured `calibrations` times in this process (p:calibrate()), and the spread
+-- of each kind over them is printed: the noise of one process. With --processes=1 the first of
+-- those is the model subtracted (as a program that calibrates once would), and its spread is
+-- judged; otherwise the columns `own` subtract it, to compare (not judged). The columns marked
+-- * subtract a model measured just before that workload: when they are right and the others
+-- are not, the machine's speed changed between the calibration and the workload (not judged).
+-- Goals (issue 14): every calibrated total within 10% of the unprofiled time, each share of the
+-- splits within 10% of its true share, each kind's bias within 20% of its median over three
+-- runs (bench/accuracy_series.lua; the last line, `series:`, is for it). Plain Lua 5.1 syntax:
+-- the same file runs under LuaJIT (with the JIT off for the whole run: cprof profiles
+-- interpreted code, so that is what the unprofiled runs must be too; the processes measuring
+-- the model too).
 
 local script_dir = arg and arg[0] and string.match(arg[0], "^(.*)[/\\]") or "."
 local W = assert(loadfile(script_dir .. "/lib/workloads.lua"))(script_dir)
@@ -34,23 +39,29 @@ local unpack = table.unpack or unpack
 
 local GOAL, BIAS_GOAL = 0.10, 0.20
 
-local defaults = { rounds = 101, target = 0.0002, calibrations = 5, reps = 1 }
-local quick = { rounds = 41, target = 0.0002, calibrations = 3, reps = 1 }
+local defaults = { rounds = 101, target = 0.0002, calibrations = 5, processes = 5, reps = 1 }
+local quick = { rounds = 41, target = 0.0002, calibrations = 3, processes = 3, reps = 1 }
 
 local usage = W.usage("accuracy.lua", [[
 usage: lua bench/accuracy.lua [options]
   --quick             fewer rounds and calibrations (~10 s instead of ~40 s)
   --rounds=N          profiled and unprofiled runs of each workload, interleaved (101)
   --target=SECONDS    size each workload so that one unprofiled run takes this (0.0002)
-  --calibrations=N    p:calibrate() runs, for the spread of the bias (5)
+  --calibrations=N    p:calibrate() runs in this process, for the spread of the bias (5)
+  --processes=K       the model subtracted: the median of K processes' calibrations, as
+                      CPROF_CALIBRATE=save keeps; 1: this process's first calibration (5)
   --only=a,b          workloads: fib,methods,strings,coro,split,mixed (all)
   --timer=NAME        the timer (cprof's default)
 ]])
 
 local opts = W.options(arg, {
-  rounds = "number", target = "number", calibrations = "number", only = "set",
+  rounds = "number", target = "number", calibrations = "number", processes = "number",
+  only = "set",
   timer = "string", quick = "flag",
 }, defaults, quick, usage)
+for _, k in ipairs({ "processes", "calibrations" }) do
+  if opts[k] < 1 or opts[k] % 1 ~= 0 then usage("--" .. k .. " must be a whole number, 1 or more") end
+end
 
 local ok_cprof, cprof = pcall(require, "cprof")
 if not ok_cprof or type(cprof) ~= "table" then
@@ -267,8 +278,14 @@ local function pct(x)
   return string.format("%+.1f%%", x * 100)
 end
 
-local failures = {}
+-- Every judged number, for the `series:` line: its name (words joined by dots) and value; and
+-- those of the columns `own`, named own.*, which are not judged.
+local failures, judged = {}, {}
+local function record(what, err)
+  judged[#judged + 1] = string.format("%s=%.4f", (string.gsub(what, " ", ".")), err)
+end
 local function judge(what, err, goal)
+  record(what, err)
   if not (err == err and math.abs(err) <= (goal or GOAL)) then
     failures[#failures + 1] = string.format("%s %s", what, pct(err))
   end
@@ -287,14 +304,24 @@ print(string.format("cprof:     %s, timer %s; %d rounds of ~%.1f ms per workload
 print("")
 io.stdout:flush()
 
--- The bias model, several times.
+-- The machine's model, measured by fresh processes of this interpreter as
+-- cprof.save_calibration measures it; then this process's calibrations.
+local interpreter = W.interpreter(arg)
+local machine = opts.processes > 1 and calibrate.machine(timer, calibrate.DEFAULT_CALLS,
+  opts.processes, interpreter, function() end)
 local models = {}
 for c = 1, opts.calibrations do
   models[c] = cprof.Profile { timer = timer, bias = 0 }:calibrate()
   probes[#probes + 1] = models[c].probe
 end
-local model = models[1]
-print("Bias per kind (p:calibrate(), ns; ± half its 95% interval), and its spread over the runs:")
+local model = machine or models[1]
+
+-- The cells of a table of models' kinds: "value±err" in ns, each `width` wide.
+local function cell(v, e, width)
+  return string.format("%" .. width .. "s", string.format("%.1f±%.1f", v * 1e9, e * 1e9))
+end
+print("Bias per kind in this process (p:calibrate(), ns; ± half its 95% interval), and its spread"
+      .. " over the runs" .. (machine and " (not judged: the machine's model is subtracted)" or ""))
 local header = string.format("%-9s %s %9s %9s %9s %9s %7s", "kind",
   table.concat((function()
     local h = {}
@@ -306,20 +333,18 @@ print(string.rep("-", #header))
 for _, k in ipairs(bias_mod.KINDS) do
   local vals, cells = {}, {}
   for c, m in ipairs(models) do
-    vals[c] = m[k]
-    cells[c] = string.format("%14s", string.format("%.1f±%.1f", m[k] * 1e9, m.err[k] * 1e9))
+    vals[c], cells[c] = m[k], cell(m[k], m.err[k], 14)
   end
-  local med = median(vals)
-  local lo, hi = math.min(unpack(vals)), math.max(unpack(vals))
   -- a kind near 0 (c_call with the tsc timer) has a large relative spread: its spread in ns
   -- says what it does to a report
-  local dev = math.max(hi - med, med - lo)
-  local spread = med ~= 0 and dev / math.abs(med) or 0
+  local med = median(vals)
+  local dev = math.max(math.max(unpack(vals)) - med, med - math.min(unpack(vals)))
+  local rel = med ~= 0 and dev / math.abs(med) or 0
   print(string.format("%-9s %s %9.1f %9.1f %9.1f %9s %7s", k, table.concat(cells, " "),
-                      med * 1e9, lo * 1e9, hi * 1e9,
-                      med ~= 0 and ("±" .. string.format("%.0f%%", spread * 100)) or "-",
+                      med * 1e9, math.min(unpack(vals)) * 1e9, math.max(unpack(vals)) * 1e9,
+                      med ~= 0 and ("±" .. string.format("%.0f%%", rel * 100)) or "-",
                       string.format("±%.1f", dev * 1e9)))
-  if med ~= 0 then judge("bias " .. k .. " spread", spread, BIAS_GOAL) end
+  if med ~= 0 and not machine then judge("bias " .. k .. " spread", rel, BIAS_GOAL) end
 end
 print(string.format("%-9s %s", "full speed", table.concat((function()
   local h = {}
@@ -330,21 +355,51 @@ print(string.format("%-9s %s", "full speed", table.concat((function()
   return h
 end)(), " ")) .. "  (the share of the rounds that counted, of how many blocks; xN: measured N times)")
 print("")
+if machine then
+  print(string.format("The machine's model (ns), subtracted below: the %s (each kind's value in"
+    .. " each, and their median ± the larger of their median uncertainty and half the range of"
+    .. " the middle half); %d measured again (their probe slow)", machine.source,
+    machine.remeasured))
+  header = string.format("%-9s %s %14s", "kind", table.concat((function()
+    local h = {}
+    for c = 1, opts.processes do h[c] = string.format("%9s", "proc " .. c) end
+    return h
+  end)(), " "), "machine")
+  print(header)
+  print(string.rep("-", #header))
+  for _, k in ipairs(bias_mod.KINDS) do
+    local cells = {}
+    for c, v in ipairs(machine.processes[k]) do cells[c] = string.format("%9.1f", v * 1e9) end
+    print(string.format("%-9s %s %s", k, table.concat(cells, " "), cell(machine[k], machine.err[k], 14)))
+  end
+  print("")
+elseif opts.processes > 1 then
+  print(string.format("No child process could measure the model (interpreter %s): this process's"
+                      .. " first calibration is subtracted", tostring(interpreter)))
+  print("")
+end
 io.stdout:flush()
+
+-- The models each workload's rounds subtract: the one judged, one measured just before it (*),
+-- and this process's first (own) when the machine's is the one judged.
+local function models_for()
+  local near = near_model()
+  return machine and { model, near, models[1] } or { model, near }
+end
 
 local want = opts.only
 print("Totals (sum of tottime) against the unprofiled time: the shift profiled - unprofiled"
       .. " over the median unprofiled time; `said`: the share of the calibrated total the"
       .. " report's header says is overhead left in (charged to functions with less time)")
-local fmtt = "%-8s %-16s %9s %9s %7s | %9s %9s %6s | %9s"
+local fmtt = "%-8s %-16s %9s %9s %7s | %9s %9s %6s | %9s %9s"
 header = string.format(fmtt, "workload", "size", "events", "real ms", "kept", "uncal", "calib",
-                       "said", "calib*")
+                       "said", "calib*", machine and "own" or "")
 print(header)
 print(string.rep("-", #header))
 for _, w in ipairs(W.select(want)) do
   local size = size_for(function(n) w.make(n)() end, w.size, w.resize)
   local fn = w.make(size)
-  local real, raw, cals, _, kept, ran = rounds(fn, {}, total, { model, near_model() })
+  local real, raw, cals, _, kept, ran = rounds(fn, {}, total, models_for())
   local base = median(real)
   local function column(t, c)
     local f = {}
@@ -354,11 +409,13 @@ for _, w in ipairs(W.select(want)) do
   local e_raw = calibrate.shift(column(raw, 1), real) / base
   local e_cal = calibrate.shift(column(cals[1], 1), real) / base
   local e_near = calibrate.shift(column(cals[2], 1), real) / base
+  local e_own = cals[3] and calibrate.shift(column(cals[3], 1), real) / base
   local said = median(column(cals[1], 2)) / median(column(cals[1], 1))
   print(string.format(fmtt, w.name, w.label(size), w.calls(size), string.format("%.2f", base * 1e3),
                       kept .. "/" .. ran, pct(e_raw), pct(e_cal),
-                      string.format("%.0f%%", 100 * said), pct(e_near)))
+                      string.format("%.0f%%", 100 * said), pct(e_near), e_own and pct(e_own) or ""))
   judge(w.name .. " total", e_cal)
+  if e_own then record("own " .. w.name .. " total", e_own) end
   io.stdout:flush()
 end
 print("")
@@ -373,8 +430,7 @@ for _, s in ipairs(SPLITS) do
       return { d.frames.cumtime[a], d.frames.cumtime[b] }
     end
     -- the parts alone run in the same rounds as the profiled root
-    local real, raw, cals, alone, kept, ran = rounds(s.root, { k, m }, shares,
-                                                     { model, near_model() }, {
+    local real, raw, cals, alone, kept, ran = rounds(s.root, { k, m }, shares, models_for(), {
       function() return s.root(k, 0) end, function() return s.root(0, m) end })
     local cal = cals[1]
     local truth = { median(alone[1]), median(alone[2]) }
@@ -388,40 +444,57 @@ for _, s in ipairs(SPLITS) do
       for i, v in ipairs(c) do t[i] = v[1] + v[2] end
       return calibrate.shift(t, real) / median(real)
     end
-    local ct, ct_near = root_err(cal), root_err(cals[2])
+    local ct, ct_near, ct_own = root_err(cal), root_err(cals[2]), cals[3] and root_err(cals[3])
     print(string.format("%s: %s (k = %d, m = %d, %d of %d rounds kept); share of each part: true"
       .. " (the part alone), uncalibrated, calibrated", s.name, s.what, k, m, kept, ran))
-    local f2 = "  %-8s %8s %8s %8s %8s | %8s %8s | %8s"
+    local f2 = "  %-8s %8s %8s %8s %8s | %8s %8s | %8s %8s"
     print(string.format(f2, "part", "true", "uncal", "error", "calib", "error", "time err",
-                        "error*"))
+                        "error*", machine and "own" or ""))
     local true_share = truth[1] / (truth[1] + truth[2])
     for i, part in ipairs(s.parts) do
       local ts = i == 1 and true_share or 1 - true_share
-      local rs, cs, ns = {}, {}, {}
-      for j = 1, #raw do
-        rs[j] = raw[j][i] / (raw[j][1] + raw[j][2])
-        cs[j] = cal[j][i] / (cal[j][1] + cal[j][2])
-        ns[j] = cals[2][j][i] / (cals[2][j][1] + cals[2][j][2])
+      -- the median share of part i in runs c
+      local function share(c)
+        local t = {}
+        for j = 1, #c do t[j] = c[j][i] / (c[j][1] + c[j][2]) end
+        return median(t)
       end
-      local mr, mc, mn = median(rs), median(cs), median(ns)
+      local mr, mc, mn, mo = share(raw), share(cal), share(cals[2]), cals[3] and share(cals[3])
       local times = {}
       for j = 1, #cal do times[j] = cal[j][i] end
       local terr = calibrate.shift(times, alone[i]) / truth[i]
       print(string.format(f2, part.name, string.format("%.1f%%", ts * 100),
         string.format("%.1f%%", mr * 100), pct(mr / ts - 1), string.format("%.1f%%", mc * 100),
-        pct(mc / ts - 1), pct(terr), pct(mn / ts - 1)))
+        pct(mc / ts - 1), pct(terr), pct(mn / ts - 1), mo and pct(mo / ts - 1) or ""))
       judge(s.name .. " " .. part.name .. " share", mc / ts - 1)
+      if mo then record("own " .. s.name .. " " .. part.name .. " share", mo / ts - 1) end
     end
-    print(string.format("  %-8s total (root): uncal %s, calib %s, calib* %s", "", pct(rt), pct(ct),
-                        pct(ct_near)))
-    if s.name == "mixed" then judge("mixed total", ct) end
+    print(string.format("  %-8s total (root): uncal %s, calib %s, calib* %s%s", "", pct(rt), pct(ct),
+                        pct(ct_near), ct_own and (", own " .. pct(ct_own)) or ""))
+    if s.name == "mixed" then
+      judge("mixed total", ct)
+      if ct_own then record("own mixed total", ct_own) end
+    end
     print("")
     io.stdout:flush()
   end
 end
 
-print(string.format("Goals: totals and shares within %d%%, bias spread within %d%%: %s", GOAL * 100,
-  BIAS_GOAL * 100, #failures == 0 and "MET" or "NOT MET"))
+print(string.format("Goals: totals and shares within %d%%, bias spread within %d%%%s: %s",
+  GOAL * 100, BIAS_GOAL * 100, machine and " (over three runs: bench/accuracy_series.lua)" or "",
+  #failures == 0 and "MET" or "NOT MET"))
 if #failures > 0 then print("  outside: " .. table.concat(failures, ", ")) end
+-- One line for bench/accuracy_series.lua: the model subtracted and this process's first (ns),
+-- and every judged number.
+local line = { "series:", "met=" .. (#failures == 0 and 1 or 0), "processes=" .. opts.processes,
+               "remeasured=" .. (machine and machine.remeasured or 0) }
+for _, k in ipairs(bias_mod.KINDS) do
+  line[#line + 1] = string.format("model.%s=%.3f", k, model[k] * 1e9)
+end
+for _, k in ipairs(bias_mod.KINDS) do
+  line[#line + 1] = string.format("first.%s=%.3f", k, models[1][k] * 1e9)
+end
+for _, j in ipairs(judged) do line[#line + 1] = j end
+print(table.concat(line, " "))
 print(string.format("\ntotal: CPU %.1f s, wall %.1f s", cpu_clock() - started_cpu,
                     clock:now() - started))

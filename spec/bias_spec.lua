@@ -602,15 +602,24 @@ describe("the kept calibration", function()
 
   it("is kept by CPROF_CALIBRATE=save and used by the next run; a bad file is named", function()
     local script = "local s = 0 for i = 1, 1000 do s = s + #tostring(i) end"
-    local env = "env CPROF_CALIBRATE=save XDG_CACHE_HOME=" .. S.q(dir)
+    local env = "env CPROF_CALIBRATE=save CPROF_CALIBRATE_PROCESSES=2 XDG_CACHE_HOME=" .. S.q(dir)
     local _, err, status = S.run_lua(script, "-l cprof.auto", env)
     assert.are.equal(0, status, err)
     local path = err:match("the bias model is kept in (%S+)")
     assert.is_truthy(path, err)
     assert.is_truthy(calibrate.load(path))
-    assert.matches("cprof: calibrated %(saved %d+%-%d+%-%d+ %d+:%d+ UTC%)", err)
+    assert.matches("cprof: calibrated %(saved %d+%-%d+%-%d+ %d+:%d+ UTC, median of 2 processes%)",
+                   err)
+    -- each process's values are kept as comments
+    assert.matches("\n# measured in 2 processes, each kind in each:\n# lua_call = %S+ %S+\n",
+                   S.read_file(path))
     _, err = S.run_lua(script, "-l cprof.auto", "env XDG_CACHE_HOME=" .. S.q(dir))
     assert.matches("cprof: calibrated %(saved %d+%-%d+%-%d+ %d+:%d+ UTC%)", err)
+    -- (with no folder to keep it in, nothing is measured)
+    _, err = S.run_lua(script, "-l cprof.auto", "env -u HOME -u XDG_CACHE_HOME CPROF_CALIBRATE=save"
+                       .. " CPROF_CALIBRATE_PROCESSES=many")
+    assert.matches("^cprof: CPROF_CALIBRATE_PROCESSES must be a whole number, 1 or more, not"
+                   .. " 'many'; using 5\ncprof: CPROF_CALIBRATE: cprof: no folder", err)
     S.write_file(path, "lua_call = soon\n")
     _, err = S.run_lua(script, "-l cprof.auto", "env XDG_CACHE_HOME=" .. S.q(dir))
     assert.matches("cprof: " .. path:gsub("%p", "%%%0") .. ":1: not a number %(ignored%)", err)
@@ -639,6 +648,206 @@ describe("the kept calibration", function()
     assert.matches("cprof: calibrated %(saved 2026%-11%-24 19:00 UTC%)", out)
     out = S.run_lua(script, "", "env CPROF_CALIBRATE=0 XDG_CACHE_HOME=" .. S.q(dir))
     assert.are.equal("none\ttrue", out:match("^[^\n]*"))
+  end)
+end)
+
+describe("the machine's model", function()
+  -- models measured in five processes: per kind the median, and the larger of the median
+  -- uncertainty and half the range of the 2nd to the 4th value
+  local function five()
+    local vals = { lua_call = { 10, 12, 11, 30, 13 }, c_call = { -4, -4, -5, -4, -3 },
+                   switch = { 8, 16, 12, 14, 9 }, wrap = { 16, 16, 16, 16, 16 },
+                   line = { 1, 2, 3, 4, 5 } }
+    local errs = { 0.5, 2, 0.25, 0.5, 1 }
+    local models = {}
+    for i = 1, 5 do
+      models[i] = { err = {} }
+      for k, v in pairs(vals) do models[i][k], models[i].err[k] = v[i], errs[i] end
+    end
+    return models, vals
+  end
+
+  it("is the median of the processes' models, uncertain by their middle half's range", function()
+    local models, vals = five()
+    local m = calibrate.combine(models)
+    assert.are.same({ lua_call = 12, c_call = -4, switch = 12, wrap = 16, line = 3 },
+                    { lua_call = m.lua_call, c_call = m.c_call, switch = m.switch, wrap = m.wrap,
+                      line = m.line })
+    -- lua_call: 11..13 (the 30 left out); c_call: -4..-4, the median uncertainty; switch: 9..14
+    assert.are.same({ lua_call = 1, c_call = 0.5, switch = 2.5, wrap = 0.5, line = 1 }, m.err)
+    assert.are.same(vals, m.processes)
+    assert.are.equal("median of 5 processes", m.source)
+    -- an even number: the mean of the middle two; the middle half of four is the 2nd and 3rd
+    m = calibrate.combine({ models[1], models[2], models[3], models[4] })
+    assert.are.equal(11.5, m.lua_call)
+    assert.are.equal(0.5, m.err.lua_call)
+    assert.are.equal(2.5, m.line)
+    -- a model table like any other: set as a bias, and kept in dumps without `processes`
+    local p = cprof.Profile { timer = "counter", bias = m }
+    assert.are.equal(m.processes, p:bias().processes)
+  end)
+
+  it("is measured in this process when no child can be: one process, a custom timer, no"
+     .. " interpreter, no io.popen", function()
+    local calls = 0
+    local function here()
+      calls = calls + 1
+      return { lua_call = 1, c_call = 2, switch = 3, wrap = 4, line = 5, err = {} }
+    end
+    assert.are.equal("1 process", calibrate.machine("counter", 10, 1, "lua5.4", here).source)
+    assert.are.equal("1 process", calibrate.machine("counter", 10, 5, nil, here).source)
+    assert.are.equal("1 process",
+                     calibrate.machine(function() return 0 end, 10, 5, "lua5.4", here).source)
+    local popen = io.popen
+    io.popen = nil
+    local ok, m = pcall(calibrate.machine, "counter", 10, 5, "lua5.4", here)
+    io.popen = popen
+    assert.is_true(ok, m)
+    assert.are.equal("1 process", m.source)
+    assert.are.equal(4, calls)
+    assert.is_nil(calibrate.machine("counter", 10, 1, "lua5.4", function() end))
+  end)
+
+  it("names a child that failed, with what it said, and leaves no file behind", function()
+    local dir = S.new_dir()
+    -- an "interpreter" that says something and fails, one that writes nothing, one that
+    -- writes a file that is not a model (the path: the last string of its -e code)
+    local function stub(name, body)
+      local path = dir .. "/" .. name
+      S.write_file(path, "#!/bin/sh\nfile=$(printf '%s' \"$3\" | sed 's/.*, \"\\(.*\\)\")$/\\1/')\n"
+                   .. body .. "\n")
+      assert(os.execute("chmod +x " .. S.q(path)))
+      return path
+    end
+    local cases = {
+      { stub("fails", "echo \"no luck\" >&2; echo \"$file\" >&2; exit 3"),
+        "exit status 3", ": no luck\n" },
+      { stub("silent", "exit 0"), "it wrote no model", "" },
+      { stub("junk", "echo 'lua_call = soon' > \"$file\""), "cprof: /%S+:1: not a number", "" },
+    }
+    for _, c in ipairs(cases) do
+      local ok, err = pcall(calibrate.machine, "counter", 10, 2, c[1], error)
+      assert.is_false(ok)
+      local head = "^cprof: calibration in a child process failed %(" .. c[2] .. "%): "
+                   .. c[1]:gsub("%p", "%%%0") .. " %-E "
+      assert.matches(head, err)
+      assert.matches("%.child%(\"counter\", 10, \"[^\"]+\"%)'" .. c[3]:gsub("%p", "%%%0"), err)
+      local file = err:match('%.child%("counter", 10, "([^"]+)"%)')
+      assert.is_nil(io.open(file, "r"), file .. " is left")
+    end
+    S.remove_dir(dir)
+  end)
+
+  it("measures a process again when its probe ran slow: the host slowed it", function()
+    local dir = S.new_dir()
+    -- a stand-in interpreter: its first model (lua_call 30 ns) has a probe three times slower
+    -- than the next ones' (10 ns)
+    local path = dir .. "/lua"
+    S.write_file(path, table.concat({ "#!/bin/sh",
+      "file=$(printf '%s' \"$3\" | sed 's/.*, \"\\(.*\\)\")$/\\1/')",
+      "n=$(cat " .. S.q(dir .. "/n") .. " 2>/dev/null || echo 0); echo $((n + 1)) > " .. S.q(dir .. "/n"),
+      "if [ $n = 0 ]; then echo 'lua_call = 3e-08' > \"$file\"; echo 'probe = 3e-05' >> \"$file\"",
+      "else echo 'lua_call = 1e-08' > \"$file\"; echo 'probe = 1e-05' >> \"$file\"; fi", "" }, "\n"))
+    assert(os.execute("chmod +x " .. S.q(path)))
+    local m = calibrate.machine("tsc", 10, 3, path, error)
+    local runs = S.read_file(dir .. "/n")
+    S.remove_dir(dir)
+    assert.are.same({ 1e-8, 1e-8, 1e-8 }, m.processes.lua_call)
+    assert.are.equal(1e-8, m.lua_call)
+    assert.are.equal(1, m.remeasured)
+    assert.are.equal("4\n", runs)
+  end)
+
+  it("runs the children with this process's module paths and JIT, and no LUA_INIT", function()
+    local cmd = calibrate.child_command("/my lua/lua", "tsc", 1000, "/tmp/x")
+    assert.are.equal("'/my lua/lua' -E " .. ((S.jit and not jit.status()) and "-joff " or "")
+                     .. "-e ", cmd:sub(1, #cmd - #cmd:match("'package.*$")))
+    assert.are.equal(require("cprof.args").shell_word(("package.path, package.cpath = %q, %q"
+      .. " require('cprof.calibrate').child(\"tsc\", 1000, \"/tmp/x\")"):format(package.path,
+                                                                                package.cpath)),
+                     cmd:match("^.- %-e ('.*')$"))
+  end)
+
+  it("is measured by fresh processes, saved with each one's values, and read back", function()
+    local dir = S.new_dir()
+    local out, err, status = S.run_lua([[
+      local cprof = require "cprof"
+      local path, m = cprof.save_calibration("counter", 1000, 2)
+      local kinds = require("cprof.bias").KINDS
+      for _, k in ipairs(kinds) do
+        -- the counter timer is exact: every process measures the same
+        assert(m.processes[k][1] == m.processes[k][2] and m[k] == m.processes[k][1], k)
+      end
+      print(m.source)
+      local back = require("cprof.calibrate").load(path)
+      for _, k in ipairs(kinds) do
+        assert(("%.6g"):format(back[k]) == ("%.6g"):format(m[k]), k)
+      end
+      print(back.processes, back.source:match("^saved [^,]*$") ~= nil)
+      print(select(2, pcall(cprof.save_calibration, "counter", 1000, 0)))
+      print(select(2, pcall(cprof.save_calibration, "counter", 0.5)))
+      -- a timer that never moves: every kind costs nothing, and there is nothing to keep
+      print(select(2, pcall(cprof.save_calibration, function() return 0 end, 1000)))
+    ]], "", "env XDG_CACHE_HOME=" .. S.q(dir))
+    S.remove_dir(dir)
+    assert.are.equal(0, status, err)
+    assert.matches("^saved %d+%-%d+%-%d+ %d+:%d+ UTC, median of 2 processes\nnil\ttrue\n", out)
+    assert.matches("bad argument #3 to 'save_calibration' %(a whole number of processes, 1 or"
+                   .. " more expected, got number%)\n", out)
+    assert.matches("bad argument #2 to 'save_calibration' %(a whole number of calls from 1 to"
+                   .. " 10000000 expected, got number%)\n", out)
+    assert.matches("\n[^\n]*cprof: the calibration found every kind of event free: nothing to"
+                   .. " keep\n$", out)
+  end)
+end)
+
+describe("bench/accuracy_series.lua", function()
+  -- each kind's spread over a window: the largest distance from the median, over it
+  it("judges every window of three runs from their `series:` lines", function()
+    local dir = S.new_dir()
+    local function line(met, model, first, fib, own_fib)
+      local t = { "series: met=" .. met .. " processes=5" }
+      for i, k in ipairs(bias.KINDS) do t[#t + 1] = ("model.%s=%.3f"):format(k, model[i]) end
+      for i, k in ipairs(bias.KINDS) do t[#t + 1] = ("first.%s=%.3f"):format(k, first[i]) end
+      t[#t + 1] = ("fib.total=%.4f own.fib.total=%.4f split.calls.share=0.0100"):format(fib, own_fib)
+      return table.concat(t, " ")
+    end
+    local same = { 12.5, -4.2, 12.5, 16, 11 }
+    S.write_file(dir .. "/runs.txt", table.concat({
+      "the output of a run, then its line:",
+      line(1, { 12, -4, 12, 16, 11 }, { 12, -4, 14, 16, 0 }, 0.02, 0.03),
+      line(0, { 13, -4.5, 11, 16, 11 }, { 16, -4, 8, 16, 0 }, 0.11, -0.05),
+      line(1, same, { 12, -4, 12, 16, 0 }, 0.02, 0.03),
+      line(1, same, { 12, -4, 12, 16, 0 }, -0.02, 0.03),
+      line(1, { 15.1, -4.2, 12.5, 16, 11 }, { 12, -4, 12, 16, 0 }, 0.02, 0.03),
+    }, "\n") .. "\n")
+    local out, err, status = S.capture(S.lua .. " bench/accuracy_series.lua --from="
+                                       .. S.q(dir .. "/runs.txt"))
+    S.remove_dir(dir)
+    assert.are.equal(0, status, err)
+    local own, machine = out:match("^(.-\n)\n(.*)$")
+    assert.are.equal(table.concat({
+      "Per run: the judge and the bias model subtracted (ns); per window of three runs, each kind's spread",
+      "run   judge     lua_call    c_call    switch      wrap      line  outside 10% (20% for a spread)",
+      "1     MET           12.0      -4.0      12.0      16.0      11.0",
+      "2     NOT MET       13.0      -4.5      11.0      16.0      11.0  fib.total +11.0%",
+      "3     MET           12.5      -4.2      12.5      16.0      11.0",
+      "4     MET           12.5      -4.2      12.5      16.0      11.0",
+      "5     MET           15.1      -4.2      12.5      16.0      11.0",
+      "runs  window    lua_call    c_call    switch      wrap      line  every point",
+      "1-3                 ±4%      ±7%      ±8%      ±0%      ±0%  no: run 2",
+      "2-4                 ±4%      ±7%     ±12%      ±0%      ±0%  no: run 2",
+      "3-5                ±21%      ±0%      ±0%      ±0%      ±0%  no: lua_call spread",
+      "windows of three meeting every point: 0 of 3", "" }, "\n"), machine)
+    -- the runs' own calibrations: a kind whose median is 0 is not judged
+    assert.matches("\n1%-3                ±33%%      ±0%%     ±33%%      ±0%%         %-  no: lua_call"
+                   .. " spread, switch spread\n", own)
+    assert.matches("\n3%-5                 ±0%%      ±0%%      ±0%%      ±0%%         %-  yes\n", own)
+    assert.matches("\nwindows of three meeting every point with each run's own calibration: 1 of 3\n$",
+                   own)
+    _, err, status = S.capture(S.lua .. " bench/accuracy_series.lua --from=/nonexistent/runs.txt")
+    assert.are.equal(1, status)
+    assert.matches("^accuracy_series.lua: /nonexistent/runs.txt: No such file", err)
   end)
 end)
 

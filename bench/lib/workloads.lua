@@ -6,7 +6,7 @@
 --   W.median(list)   W.calibrate(w, measure, target)   W.pick(samples, limit)
 --   W.usage(script, text)   W.options(args, spec, defaults, quick, usage)
 --   W.first_line(err)   W.read_cost(p, n)   W.timers(cprof, all, only, usage, describe)
---   W.quartiles(list)   W.shell_quote(s)   W.read_command(cmd)
+--   W.quartiles(list)   W.shell_quote(s)   W.read_command(cmd)   W.interpreter(args)
 --
 -- A workload is a table:
 --   name, what      short name and a one-line description
@@ -306,6 +306,15 @@ end
 --- s as one word for the shell.
 function M.shell_quote(s)
   return "'" .. string.gsub(s, "'", "'\\''") .. "'"
+end
+
+--- The interpreter of a script's `arg` table: its word at the lowest negative index (nil when
+--- there is none).
+function M.interpreter(args)
+  if type(args) ~= "table" then return nil end
+  local lo = 0
+  while args[lo - 1] ~= nil do lo = lo - 1 end
+  if lo < 0 then return args[lo] end
 end
 
 --- What the command `cmd` prints on stdout, or nil when it cannot be started.

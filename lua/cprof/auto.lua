@@ -16,7 +16,8 @@
 --- CPROF_REPORT: 1 prints the report also when CPROF_OUT is set.
 --- CPROF_QUIET: 1 prints no report.
 --- CPROF_CALIBRATE: 1 measures the bias model before the script starts (Profile:calibrate); save
---- also keeps it for later runs (cprof.save_calibration); 0 ignores a kept one.
+--- measures the machine's in CPROF_CALIBRATE_PROCESSES (default 5) fresh processes and keeps it
+--- for later runs (cprof.save_calibration); 0 ignores a kept one.
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 --- CPROF_LINES: 1 records line events too (hits and time per source line: cprof-stats --lines).
 --- CPROF_TRACE: 1 records the time line too (Profile{trace = true}: cprof-stats --export chrome).
@@ -199,14 +200,24 @@ core.mark_internal(finish)
 core.mark_internal(exit_after_report)
 
 -- CPROF_CALIBRATE=1: measure the bias model first (about a second), so that the report
--- subtracts it; =save: the same, and keep it for this machine (cprof.save_calibration), which
--- later profiles of the same timer use without being asked.
+-- subtracts it; =save: measure the machine's, in several processes, and keep it
+-- (cprof.save_calibration), which later profiles of the same timer use without being asked.
 local calibrate = getenv("CPROF_CALIBRATE")
 if calibrate == "1" then
   local ok, err = pcall(prof.calibrate, prof)
   if not ok then say("CPROF_CALIBRATE: " .. tostring(err)) end
 elseif calibrate == "save" then
-  local ok, path, m = pcall(cprof.save_calibration, prof:snapshot().meta.timer)
+  -- CPROF_CALIBRATE_PROCESSES: how many processes measure the machine's model
+  local k, s = nil, getenv("CPROF_CALIBRATE_PROCESSES")
+  if s and s ~= "" then
+    k = tonumber(s)
+    if not k or k < 1 or k % 1 ~= 0 then
+      say(("CPROF_CALIBRATE_PROCESSES must be a whole number, 1 or more, not '%s'; using %d")
+        :format(s, require("cprof.calibrate").PROCESSES))
+      k = nil
+    end
+  end
+  local ok, path, m = pcall(cprof.save_calibration, prof:snapshot().meta.timer, nil, k)
   if ok then
     prof:bias(m)
     say("CPROF_CALIBRATE=save: the bias model is kept in " .. path)

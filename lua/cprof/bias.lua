@@ -47,7 +47,8 @@ for _, k in ipairs(KINDS) do IS_KIND[k] = true end
 local MODEL_INFO = { err = "table", confidence = "number", date = "string", timer = "string",
                      lua_version = "string", cprof_version = "string", source = "string",
                      probe = "number", full_speed = "number", blocks = "number",
-                     attempts = "number" }
+                     attempts = "number", processes = "table",
+                     remeasured = "number" }
 
 -- The kind of coroutine round trip each call of frame i makes, if any.
 local TRIP = { resume = "switch", wrap = "wrap" }

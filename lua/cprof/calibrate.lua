@@ -30,7 +30,11 @@
 -- with half their rounds at full speed. When none votes, all blocks do, with all their rounds:
 -- a machine slow the whole time is measured as it is.
 --
--- The model is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
+-- What an event hides depends on the process too (where ASLR puts the C stack against the
+-- libraries, the string hash's seed), by more than a calibration's uncertainty: the model kept
+-- for the machine (machine) is the median of PROCESSES fresh processes of the same interpreter,
+-- each calibrating and saving its model to a temporary file the parent reads, one after the
+-- other. It is kept per timer, Lua and cprof version in $XDG_CACHE_HOME/cprof (else
 -- ~/.cache/cprof), one text file of `key = value` lines, which profiles with no bias of their
 -- own then use.
 
@@ -445,6 +449,117 @@ function M.measure(p, n)
 end
 
 ---------------------------------------------------------------------------
+-- The machine's model: the median of several processes
+---------------------------------------------------------------------------
+
+--- Processes the machine's model is measured in (cprof.save_calibration): a kind's cost varies
+--- with the process (where ASLR puts the C stack against the libraries, the string hash's
+--- seed): the calibrations' `switch` spread over 10.1-19.8 ns in 56 processes of the bench
+--- machine, `lua_call` over 11.3-12.5 with 1 process in 12 at 16+, each process measuring its
+--- own closely (bench/README.md, "Accuracy").
+M.PROCESSES = 5
+
+--- combine(models): the machine's model from models measured in separate processes: per kind
+--- the median of their values, and as its uncertainty the larger of their median uncertainty
+--- and half the range of the middle half of the values (the 2nd to the 4th of 5), which a
+--- single odd process does not widen; `processes` lists each kind's values in order.
+function M.combine(models)
+  local m = { err = {}, processes = {},
+              source = ("median of %d processes"):format(#models) }
+  for _, k in ipairs(bias.KINDS) do
+    local vals, errs = {}, {}
+    for i, x in ipairs(models) do vals[i], errs[i] = x[k] or 0, x.err and x.err[k] or 0 end
+    local s, cut = sorted(vals), math.floor(#vals / 4)
+    m[k], m.processes[k] = median(vals), vals
+    m.err[k] = math.max(median(errs), (s[#s - cut] - s[cut + 1]) / 2)
+  end
+  return m
+end
+
+--- child(timer, n, path): what each process measuring for the machine's model runs: a
+--- calibration of `n` calls with `timer`, saved to `path`.
+function M.child(timer, n, path)
+  local m = require("cprof").Profile { timer = timer, bias = 0 }:calibrate(n)
+  local ok, err = M.save(m, path)
+  if not ok then error(err, 0) end
+end
+
+--- child_command(interpreter, timer, n, path): the shell command of a child process: the
+--- interpreter with no LUA_INIT (-E: a cprof.auto there would profile it), this process's module
+--- paths (a program may have set them in code) and its JIT's state (a calibration of LuaJIT with
+--- the JIT on or off measures different code).
+function M.child_command(interpreter, timer, n, path)
+  local words = { args.shell_word(interpreter), "-E" }
+  local jit = rawget(_G, "jit")
+  if type(jit) == "table" and type(jit.status) == "function" and not jit.status() then
+    words[#words + 1] = "-joff"
+  end
+  words[#words + 1] = "-e"
+  words[#words + 1] = args.shell_word(
+    ("package.path, package.cpath = %q, %q require('cprof.calibrate').child(%q, %d, %q)")
+      :format(package.path, package.cpath, timer, n, path))
+  return table.concat(words, " ")
+end
+
+-- One child process's model: the command run with its stdout discarded and its stderr and exit
+-- status read (the last line), its model read from a temporary file removed on every path.
+local function in_child(interpreter, timer, n)
+  local path = os.tmpname()
+  local cmd = M.child_command(interpreter, timer, n, path)
+  local p = io.popen(cmd .. " 2>&1 >/dev/null; printf '\\n%s\\n' \"$?\"", "r")
+  local out = p and p:read("*a") or ""
+  if p then p:close() end
+  local said, status = out:match("^(.-)%s*\n(%d+)\n$")
+  local m, err
+  if tonumber(status) ~= 0 then
+    err = "exit status " .. tostring(status or "unknown")
+  else
+    local f = io.open(path, "r")
+    local wrote = f and f:read(1)
+    if f then f:close() end
+    if wrote then m, err = M.load(path) else err = "it wrote no model" end
+  end
+  os.remove(path)
+  if m then return m end
+  said = said and said ~= "" and (": " .. said) or ""
+  error(("cprof: calibration in a child process failed (%s): %s%s"):format(err, cmd, said), 0)
+end
+
+--- machine(timer, n, k, interpreter, here): the machine's model, measured in k fresh processes
+--- of `interpreter` one after the other (two measuring at once would disturb each other) and
+--- combined (combine); measured in this process by here() when that cannot be done (k is 1, no
+--- interpreter is known as with an embedding host, the timer is a function, which a child
+--- cannot have, or io.popen is missing), with source "1 process" (nil when every kind is 0). A
+--- process whose probe (its fastest, Profile:calibrate's `probe`) took more than FULL_SPEED
+--- times the fastest process's is measured again (`remeasured` counts them). A child that
+--- fails raises an error naming its command and what it said on stderr.
+function M.machine(timer, n, k, interpreter, here)
+  if k <= 1 or type(interpreter) ~= "string" or type(timer) ~= "string"
+     or type(io.popen) ~= "function" then
+    local m = here()
+    if m then m.source = "1 process" end
+    return m
+  end
+  local models, again = {}, 0
+  for i = 1, k do models[i] = in_child(interpreter, timer, n) end
+  -- A process the host slowed for its whole calibration measures every kind at about three
+  -- times its cost (2 of 30 processes in bench/README.md, "Accuracy"), and its probe ran as
+  -- slowly: measured again, RETRIES times at most.
+  for _ = 1, M.RETRIES do
+    local fastest, slow = math.huge, {}
+    for _, m in ipairs(models) do fastest = math.min(fastest, m.probe or math.huge) end
+    for i, m in ipairs(models) do
+      if m.probe and m.probe > M.FULL_SPEED * fastest then slow[#slow + 1] = i end
+    end
+    for _, i in ipairs(slow) do models[i] = in_child(interpreter, timer, n) end
+    again = again + #slow
+  end
+  local m = M.combine(models)
+  m.remeasured = again
+  return m
+end
+
+---------------------------------------------------------------------------
 -- The cache
 ---------------------------------------------------------------------------
 
@@ -466,9 +581,10 @@ function M.path(dir, timer, lua_version, cprof_version)
                                                 file_word(cprof_version))
 end
 
-local FILE_KEYS = { "date", "timer", "lua_version", "cprof_version", "confidence" }
+local FILE_KEYS = { "date", "timer", "lua_version", "cprof_version", "confidence", "probe" }
 
---- Writes model m (with its date, timer and versions) to `path`, through a temporary file
+--- Writes model m (with its date, timer and versions, and its values in each process as
+--- comments) to `path`, through a temporary file
 --- renamed at the end, making its folder; returns path, or nil and a message naming the file.
 function M.save(m, path)
   local dir = path:match("^(.*)/[^/]*$")
@@ -480,6 +596,16 @@ function M.save(m, path)
   for _, k in ipairs(bias.KINDS) do
     lines[#lines + 1] = ("%s = %.6g"):format(k, m[k] or 0)
     if m.err and m.err[k] then lines[#lines + 1] = ("%s_err = %.3g"):format(k, m.err[k]) end
+  end
+  -- as comments, which readers skip: a file of an older cprof refused keys it did not know
+  if m.processes then
+    lines[#lines + 1] = ("# measured in %d processes, each kind in each:"):format(
+      #m.processes[bias.KINDS[1]])
+    for _, k in ipairs(bias.KINDS) do
+      local vals = {}
+      for i, v in ipairs(m.processes[k]) do vals[i] = ("%.6g"):format(v) end
+      lines[#lines + 1] = ("# %s = %s"):format(k, table.concat(vals, " "))
+    end
   end
   local tmp = path .. ".tmp" .. tostring(core.getpid and core.getpid() or os.time())
   local f, err = io.open(tmp, "w")

@@ -205,6 +205,14 @@ function methods:print_stats(sort)
   return self
 end
 
+-- The number of calls of a calibration, argument #i of fname: its default when nil.
+local function check_calls(n, i, fname)
+  n = n or calibrate_mod.DEFAULT_CALLS
+  args.check(type(n) == "number" and n >= 1 and n <= calibrate_mod.MAX_CALLS and n % 1 == 0, n, i,
+             fname, "a whole number of calls from 1 to " .. calibrate_mod.MAX_CALLS, 1)
+  return n
+end
+
 --- Measures the cost of each kind of event that cprof's clock readings cannot see, as Python's
 --- profile.Profile.calibrate(m) does for its one kind: about `n` calls of each kind (default
 --- 500000, at most 10^7), profiled and not, interleaved, on this profile's timer (cprof.calibrate
@@ -212,31 +220,13 @@ end
 --- wrap, line = seconds, err = { kind = half width of the 95% interval }, confidence = 0.95 }.
 function methods:calibrate(n)
   check_self(self, "calibrate")
-  n = n or calibrate_mod.DEFAULT_CALLS
-  args.check(type(n) == "number" and n >= 1 and n <= calibrate_mod.MAX_CALLS and n % 1 == 0, n, 1,
-             "calibrate", "a whole number of calls from 1 to " .. calibrate_mod.MAX_CALLS)
+  n = check_calls(n, 1, "calibrate")
   local m = calibrate_mod.measure(self, n)
   local meta = raw_snapshot(self).meta
   m.date = os.date("!%Y-%m-%d %H:%M UTC")
   m.timer, m.lua_version, m.cprof_version = meta.timer, meta.lua_version, version.VERSION
   set_bias(self, m)
   return models[self]
-end
-
---- Measures the bias model (Profile:calibrate, with a profile of `timer`, default the default
---- timer) and keeps it for this machine: the file it wrote, and the model. Profiles of that timer
---- made afterwards use it, in this process and later ones (CPROF_CALIBRATE=save does this).
-function cprof.save_calibration(timer, n)
-  local dir = calibrate_mod.dir()
-  if not dir then error("cprof: no folder for the calibration: set XDG_CACHE_HOME or HOME", 2) end
-  local p = cprof.Profile { timer = timer, bias = 0 }
-  local m = p:calibrate(n)
-  local path, err = calibrate_mod.save(m, calibrate_mod.path(dir, m.timer, m.lua_version,
-                                                             m.cprof_version))
-  if not path then error(err, 2) end
-  m.source = "saved " .. m.date
-  kept[m.timer .. "\0" .. tostring(m.lua_version)] = m
-  return path, m
 end
 
 local shell_word = args.shell_word
@@ -248,7 +238,8 @@ local function arg_text(v)
   return "<" .. type(v) .. ">"
 end
 
--- The command line in the global `arg`, or nil when there is none.
+-- The command line in the global `arg`, or nil when there is none; and its interpreter, the
+-- word at its lowest negative index (nil when there is none: a host that embeds Lua).
 local function read_command_line()
   local a = rawget(_G, "arg")
   if type(a) ~= "table" then return nil end
@@ -260,18 +251,48 @@ local function read_command_line()
     words[#words + 1] = shell_word(arg_text(rawget(a, i)))
     i = i + 1
   end
-  return table.concat(words, " ")
+  local interpreter = rawget(a, lo)
+  return table.concat(words, " "), lo < 0 and type(interpreter) == "string" and interpreter or nil
 end
 
 -- A program may delete `arg` before it exits, when cprof.auto writes its dump.
-local command_at_load = read_command_line()
+local command_at_load, interpreter_at_load = read_command_line()
 
 --- The command line of this process, from the global `arg` (interpreter, its options, the
 --- script and its arguments), or, when the program has removed `arg`, as it was when cprof
 --- was loaded; "" when there was none then either.  The table is read raw: a program's strict
 --- `arg` (a metatable that raises on missing keys) is never consulted.
 function cprof.command_line()
-  return read_command_line() or command_at_load or ""
+  return (read_command_line()) or command_at_load or ""
+end
+
+--- Measures the bias model of this machine and keeps it: Profile:calibrate(n) with a profile
+--- of `timer` (default the default timer) in `processes` (default 5) fresh processes of this
+--- interpreter, one after the other, and per kind the median (cprof.calibrate.machine; in this
+--- process when there is one or no child can be started). Returns the file it wrote, and the
+--- model. Profiles of that timer made afterwards use it, in this process and later ones
+--- (CPROF_CALIBRATE=save does this).
+function cprof.save_calibration(timer, n, processes)
+  local dir = calibrate_mod.dir()
+  if not dir then error("cprof: no folder for the calibration: set XDG_CACHE_HOME or HOME", 2) end
+  processes = processes or calibrate_mod.PROCESSES
+  args.check(type(processes) == "number" and processes >= 1 and processes % 1 == 0, processes, 3,
+             "save_calibration", "a whole number of processes, 1 or more")
+  n = check_calls(n, 2, "save_calibration")
+  local p = cprof.Profile { timer = timer, bias = 0 }
+  local meta = raw_snapshot(p).meta
+  local ok, m = pcall(calibrate_mod.machine, type(timer) == "function" and timer or meta.timer,
+                      n, processes, interpreter_at_load, function() return p:calibrate(n) end)
+  if not ok then error(m, 2) end
+  if not m then error("cprof: the calibration found every kind of event free: nothing to keep", 2) end
+  m.date = m.date or os.date("!%Y-%m-%d %H:%M UTC")
+  m.timer, m.lua_version, m.cprof_version = meta.timer, meta.lua_version, version.VERSION
+  local path, err = calibrate_mod.save(m, calibrate_mod.path(dir, m.timer, m.lua_version,
+                                                             m.cprof_version))
+  if not path then error(err, 2) end
+  m.source = "saved " .. m.date .. ", " .. m.source
+  kept[m.timer .. "\0" .. tostring(m.lua_version)] = m
+  return path, m
 end
 
 local function process_id()
