@@ -274,6 +274,40 @@ describe("names of the standard library's unnamed C functions", function()
     if utf8 then assert.are.equal(6, calls["utf8.codes iterator"]) end
   end)
 
+  it("names require's searchers by their place in package's list", function()
+    -- a module that is nowhere: require asks every searcher in turn, once
+    local st = profile(pcall, require, "cprof_spec_no_such_module")
+    local list = package.searchers and "searchers" or "loaders"
+    local n = #(package.searchers or package.loaders)
+    local calls, seen = {}, 0
+    for _, e in ipairs(st.entries) do
+      if e.what == "C" then calls[e.name] = e.ncalls end
+      assert.is_nil(e.name:match("^C function"), e.name)
+    end
+    for i = 1, n do
+      assert.are.equal(1, calls[("package.%s[%d]"):format(list, i)], i)
+      seen = seen + 1
+    end
+    assert.are.equal(4, seen)
+  end)
+
+  it("names the metamethods of types C libraries register by the type's name", function()
+    local has_lpeg, lpeg = pcall(require, "lpeg")
+    local st = profile(function()
+      -- past lauxlib's buffer on the C stack: Lua 5.4 frees its box with a call
+      local s = string.rep("x", 5000)
+      if has_lpeg then assert(lpeg.match(lpeg.P "a" * lpeg.P "b", "ab") == 3) end
+      return s
+    end)
+    local calls = {}
+    for _, e in ipairs(st.entries) do
+      if e.what == "C" then calls[e.name] = e.ncalls end
+      assert.is_nil(e.name:match("^C function"), e.name)
+    end
+    assert.are.equal(not S.jit and 1 or nil, calls["_UBOX*:__gc"])
+    if has_lpeg then assert.are.equal(1, calls["lpeg-pattern:__mul"]) end
+  end)
+
   it("learns them without calling a library function the program replaced", function()
     local out = S.run_lua([[
       local calls = 0

@@ -547,16 +547,69 @@ static void consider(Naming *N, uint32_t e, int rank, const char *mod, char sep,
   }
 }
 
-/* One module table (on top of the stack) of rank `rank`: every function field of it that is an
-   entry still to be named is a candidate. */
+/* The function on top of the stack, if it is an entry still to be named, is a candidate. */
+static void offer(const Profiler *P, lua_State *L, Naming *N, int rank, const char *mod, char sep,
+                  const char *field) {
+  uint32_t e = entry_of_value(P, L);
+  if (e != IDX_NONE && !P->fns.entries[e].name && rank <= N->rank[e])
+    consider(N, e, rank, mod, sep, field);
+}
+
+/* One module table (on top of the stack) of rank `rank`: every function field of it. */
 static void walk_module(const Profiler *P, lua_State *L, Naming *N, const char *mod, char sep,
                         int rank) {
   lua_pushnil(L);
   while (lua_next(L, -2)) {
-    if (lua_type(L, -2) == LUA_TSTRING && lua_isfunction(L, -1)) {
-      uint32_t e = entry_of_value(P, L);
-      if (e != IDX_NONE && !P->fns.entries[e].name && rank <= N->rank[e])
-        consider(N, e, rank, mod, sep, lua_tostring(L, -2));
+    if (lua_type(L, -2) == LUA_TSTRING && lua_isfunction(L, -1))
+      offer(P, L, N, rank, mod, sep, lua_tostring(L, -2));
+    lua_pop(L, 1);
+  }
+}
+
+/* Whether the table on top of the stack is a metatable: luaL_newmetatable gives it a __name
+   (Lua 5.3 on), and a type has an __index or a __gc; the registry's other tables, which may be
+   large, are not walked. */
+static int is_metatable(lua_State *L) {
+  static const char *const keys[] = {"__name", "__index", "__gc"};
+  int found = 0;
+  for (int i = 0; i < 3 && !found; i++) {
+    lua_pushstring(L, keys[i]);
+    lua_rawget(L, -2);
+    found = !lua_isnil(L, -1);
+    lua_pop(L, 1);
+  }
+  return found;
+}
+
+/* A metatable (on top of the stack) of type `tname`: its metamethods and methods. */
+static void walk_metatable(const Profiler *P, lua_State *L, Naming *N, const char *tname,
+                           int rank) {
+  if (!is_metatable(L)) return;
+  walk_module(P, L, N, tname, ':', rank);
+  lua_pushliteral(L, "__index");
+  lua_rawget(L, -2);
+  if (lua_istable(L, -1)) walk_module(P, L, N, tname, ':', rank);
+  lua_pop(L, 1);
+}
+
+/* require's searchers, which table `package` (on top of the stack) holds in a list, not by
+   name, and which every require of a module not yet loaded calls: "package.searchers[2]"
+   (package.loaders before Lua 5.2). */
+static void walk_searchers(const Profiler *P, lua_State *L, Naming *N) {
+  static const char *const lists[] = {"searchers", "loaders"};
+  for (int k = 0; k < 2; k++) {
+    lua_pushstring(L, lists[k]);
+    lua_rawget(L, -2);
+    for (int i = 1; lua_istable(L, -1); i++) {
+      lua_rawgeti(L, -1, i);
+      int more = lua_isfunction(L, -1);
+      if (more) {
+        char field[40];
+        snprintf(field, sizeof field, "%s[%d]", lists[k], i);
+        offer(P, L, N, 1, "package", '.', field);
+      }
+      lua_pop(L, 1);
+      if (!more) break;
     }
     lua_pop(L, 1);
   }
@@ -587,15 +640,24 @@ void ident_name_all(Profiler *P, lua_State *L) {
       }
       lua_pop(L, 1);
     }
-  }
-  /* The methods and metamethods of io's files, which no module holds. */
-  lua_pushliteral(L, LUA_FILEHANDLE);
-  lua_rawget(L, LUA_REGISTRYINDEX);
-  if (lua_istable(L, -1)) {
-    walk_module(P, L, &N, "file", ':', 1);
-    lua_pushliteral(L, "__index");
+    lua_pushliteral(L, "package");
     lua_rawget(L, -2);
-    if (lua_istable(L, -1)) walk_module(P, L, &N, "file", ':', 1);
+    if (lua_istable(L, -1)) walk_searchers(P, L, &N);
+  }
+  /* The methods and metamethods of the types C libraries register (luaL_newmetatable), which
+     no module holds: io's files ("file:close"), LPeg's patterns ("lpeg-pattern:__mul"), the
+     box of a string buffer grown past the C stack, which Lua closes by a call
+     ("_UBOX*:__close"). */
+  lua_settop(L, top);
+  lua_pushnil(L);
+  while (lua_next(L, LUA_REGISTRYINDEX)) {
+    if (lua_type(L, -2) == LUA_TSTRING && lua_istable(L, -1)) {
+      const char *tname = lua_tostring(L, -2);
+      int file = strcmp(tname, LUA_FILEHANDLE) == 0;
+      if (file || (strcmp(tname, "_LOADED") != 0 && strcmp(tname, "_PRELOAD") != 0))
+        walk_metatable(P, L, &N, file ? "file" : tname, file ? 1 : 2);
+    }
+    lua_pop(L, 1);
   }
   /* Last, and only for what nothing named (rank 3: "none yet"), the globals as they were. */
   lua_rawgetp(L, LUA_REGISTRYINDEX, &GLOBALS_KEY);
