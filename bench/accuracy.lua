@@ -37,7 +37,7 @@ local W = assert(loadfile(script_dir .. "/lib/workloads.lua"))(script_dir)
 local median = W.median
 local unpack = table.unpack or unpack
 
-local GOAL, BIAS_GOAL = 0.10, 0.20
+local GOAL, BIAS_GOAL = W.GOAL, W.BIAS_GOAL
 
 local defaults = { rounds = 101, target = 0.0002, calibrations = 5, processes = 5, reps = 1 }
 local quick = { rounds = 41, target = 0.0002, calibrations = 3, processes = 3, reps = 1 }
@@ -337,14 +337,12 @@ for _, k in ipairs(bias_mod.KINDS) do
   end
   -- a kind near 0 (c_call with the tsc timer) has a large relative spread: its spread in ns
   -- says what it does to a report
-  local med = median(vals)
-  local dev = math.max(math.max(unpack(vals)) - med, med - math.min(unpack(vals)))
-  local rel = med ~= 0 and dev / math.abs(med) or 0
+  local rel, dev, med = W.spread(vals)
   print(string.format("%-9s %s %9.1f %9.1f %9.1f %9s %7s", k, table.concat(cells, " "),
                       med * 1e9, math.min(unpack(vals)) * 1e9, math.max(unpack(vals)) * 1e9,
-                      med ~= 0 and ("±" .. string.format("%.0f%%", rel * 100)) or "-",
+                      rel and ("±" .. string.format("%.0f%%", rel * 100)) or "-",
                       string.format("±%.1f", dev * 1e9)))
-  if med ~= 0 and not machine then judge("bias " .. k .. " spread", rel, BIAS_GOAL) end
+  if rel and not machine then judge("bias " .. k .. " spread", rel, BIAS_GOAL) end
 end
 print(string.format("%-9s %s", "full speed", table.concat((function()
   local h = {}

@@ -19,10 +19,9 @@
 
 local script_dir = arg and arg[0] and string.match(arg[0], "^(.*)[/\\]") or "."
 local W = assert(loadfile(script_dir .. "/lib/workloads.lua"))(script_dir)
-local median = W.median
 
-local GOAL, BIAS_GOAL = 0.10, 0.20
-local KINDS = { "lua_call", "c_call", "switch", "wrap", "line" }
+local GOAL, BIAS_GOAL = W.GOAL, W.BIAS_GOAL
+local KINDS = require("cprof.bias").KINDS
 
 local usage = W.usage("accuracy_series.lua", [[
 usage: lua bench/accuracy_series.lua [options] [accuracy.lua's options]
@@ -116,12 +115,7 @@ local function window(i, key)
   for _, k in ipairs(KINDS) do
     local vals = {}
     for j = i, i + 2 do vals[#vals + 1] = runs[j][key .. "." .. k] or 0 end
-    local med = median(vals)
-    if med ~= 0 then
-      local dev = 0
-      for _, v in ipairs(vals) do dev = math.max(dev, math.abs(v - med)) end
-      spread[k] = dev / math.abs(med)
-    end
+    spread[k] = W.spread(vals)
   end
   return spread
 end

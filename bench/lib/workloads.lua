@@ -7,6 +7,7 @@
 --   W.usage(script, text)   W.options(args, spec, defaults, quick, usage)
 --   W.first_line(err)   W.read_cost(p, n)   W.timers(cprof, all, only, usage, describe)
 --   W.quartiles(list)   W.shell_quote(s)   W.read_command(cmd)   W.interpreter(args)
+--   W.spread(list)   W.GOAL, W.BIAS_GOAL
 --
 -- A workload is a table:
 --   name, what      short name and a one-line description
@@ -209,6 +210,19 @@ function M.median(list)
   local m = math.floor((#s + 1) / 2)
   if #s % 2 == 1 then return s[m] end
   return (s[m] + s[m + 1]) / 2
+end
+
+--- Issue 14's goals, which accuracy.lua and accuracy_series.lua judge: every calibrated total
+--- and share within GOAL, each kind of the bias model within BIAS_GOAL of its median.
+M.GOAL, M.BIAS_GOAL = 0.10, 0.20
+
+--- The spread of a list as issue 14 judges a kind of the bias model over calibrations or
+--- runs: the largest distance of a value from the median, over the median (nil when the median
+--- is 0), and that distance and the median.
+function M.spread(list)
+  local med, dev = M.median(list), 0
+  for _, v in ipairs(list) do dev = math.max(dev, math.abs(v - med)) end
+  return med ~= 0 and dev / math.abs(med) or nil, dev, med
 end
 
 --- Grows workload `w` from w.size until measure(w.make(size)) takes about

@@ -28,10 +28,10 @@
 --- Nothing here reads the program's tables through their metamethods, or needs the globals the
 --- program may change: what is used at exit is kept here when the module loads.
 
--- Under a Lua cprof is not built for, or with the build for the other Lua on the C path: one
--- sentence and exit status 1, before the script runs (not an interpreter's traceback).
 local _ENV = require("cprof.env")()
 
+-- Under a Lua cprof is not built for, or with the build for the other Lua on the C path: one
+-- sentence and exit status 1, before the script runs (not an interpreter's traceback).
 do
   local ok, err = pcall(require("cprof.version").core)
   if not ok then

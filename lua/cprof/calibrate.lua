@@ -551,6 +551,7 @@ function M.machine(timer, n, k, interpreter, here)
     for i, m in ipairs(models) do
       if m.probe and m.probe > M.FULL_SPEED * fastest then slow[#slow + 1] = i end
     end
+    if #slow == 0 then break end
     for _, i in ipairs(slow) do models[i] = in_child(interpreter, timer, n) end
     again = again + #slow
   end

@@ -100,11 +100,8 @@ static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CF
   lua_State *T = lua_tothread(L, -1);
   if (T && lua_gethook(T) != hook_event) {
     P->mem.in_hook = 1;
-    /* Every coroutine the profile has seen runs our hook (the program's own sethook keeps it
-       there): a suspended stack whose thread does not belongs to a dead coroutine whose
-       address T now has. */
-    Stack *st = stk_find(&P->stacks, T);
-    if (st && st->suspended) thr_drop_dead(P, st);
+    /* (a suspended stack found at T's address while T is not suspended is a dead coroutine's,
+       whose address T now has: hook_take's thr_find drops it) */
     hook_take(P, L, -1, T);
     P->mem.in_hook = 0;
   }

@@ -588,7 +588,8 @@ static void walk_metatable(const Profiler *P, lua_State *L, Naming *N, const cha
   walk_module(P, L, N, tname, ':', rank);
   lua_pushliteral(L, "__index");
   lua_rawget(L, -2);
-  if (lua_istable(L, -1)) walk_module(P, L, N, tname, ':', rank);
+  /* (mt.__index = mt, a common idiom, was just walked) */
+  if (lua_istable(L, -1) && !lua_rawequal(L, -1, -2)) walk_module(P, L, N, tname, ':', rank);
   lua_pop(L, 1);
 }
 

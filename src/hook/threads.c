@@ -16,7 +16,9 @@ void thr_drop(Profiler *P, Stack *st) {
   stk_drop(&P->stacks, st);
 }
 
-void thr_drop_dead(Profiler *P, Stack *st) {
+/* Frees the stack of a thread found dead while suspended (another thread has its address now):
+   its frames end when it was suspended. */
+static void thr_drop_dead(Profiler *P, Stack *st) {
   eng_close_all(P, st, st->suspended_at);
   thr_drop(P, st);
 }

@@ -41,10 +41,6 @@ Stack *thr_stack(Profiler *P, lua_State *L, lua_Debug *ar, Stack *st);
    its address since): that one is closed and dropped, and NULL returned. */
 Stack *thr_find(Profiler *P, lua_State *T);
 
-/* Frees the stack of a thread found dead while suspended (another thread has its address now):
-   its frames end when it was suspended. */
-void thr_drop_dead(Profiler *P, Stack *st);
-
 /* Frees a stack whose frames are closed or forgotten. */
 void thr_drop(Profiler *P, Stack *st);
 /* Frees the stack of a thread that has just ended (returned, or died of an error), whose
