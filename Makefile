@@ -360,7 +360,8 @@ EXPORT_READER_CMDS := python3:python3 callgrind_annotate:valgrind go:golang-go \
 EXPORT_READER_NPM  := speedscope@1.25.0 ajv@8.20.0 playwright-core@1.65.1
 
 .PHONY: export-readers
-export-readers:
+# After deps: under make -j both would run apt-get at once, and the second fails on dpkg's lock.
+export-readers: | deps
 	@missing=''; for cp in $(EXPORT_READER_CMDS); do \
 	  command -v "$${cp%%:*}" >/dev/null 2>&1 || missing="$$missing $${cp#*:}"; \
 	done; \
