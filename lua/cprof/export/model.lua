@@ -27,7 +27,6 @@ local restrictions = require("cprof.restrictions")
 local data_mod = require("cprof.profdata")
 
 local type, error, ipairs, pairs, tostring, sformat = type, error, ipairs, pairs, tostring, string.format
-local sbyte, sfind, concat = string.byte, string.find, table.concat
 local sort, floor = table.sort, math.floor
 
 --- The weights: what a node's value is (`self(nodes, k)`), its unit, and its label.
@@ -39,48 +38,6 @@ M.WEIGHTS = {
   live = { unit = "bytes", label = "live bytes", memory = true },
 }
 M.WEIGHT_NAMES = { "time", "calls", "alloc", "allocs", "live" }
-
-local FFFD = "\239\191\189"
-
--- The length of the valid UTF-8 sequence at s[i] (nil when there is none): no overlong forms,
--- no surrogates, nothing above U+10FFFF, as Python's decoder demands.
-local function sequence(s, i)
-  local c = sbyte(s, i)
-  if c < 0x80 then return 1 end
-  local n, lo, hi
-  if c >= 0xC2 and c <= 0xDF then n, lo, hi = 2, 0x80, 0xBF
-  elseif c == 0xE0 then n, lo, hi = 3, 0xA0, 0xBF
-  elseif c == 0xED then n, lo, hi = 3, 0x80, 0x9F
-  elseif c >= 0xE1 and c <= 0xEF then n, lo, hi = 3, 0x80, 0xBF
-  elseif c == 0xF0 then n, lo, hi = 4, 0x90, 0xBF
-  elseif c >= 0xF1 and c <= 0xF3 then n, lo, hi = 4, 0x80, 0xBF
-  elseif c == 0xF4 then n, lo, hi = 4, 0x80, 0x8F
-  else return nil end
-  local b = sbyte(s, i + 1)
-  if not b or b < lo or b > hi then return nil end
-  for j = i + 2, i + n - 1 do
-    b = sbyte(s, j)
-    if not b or b < 0x80 or b > 0xBF then return nil end
-  end
-  return n
-end
-
---- `s` as valid UTF-8: every byte that starts no valid sequence replaced by U+FFFD.
-function M.utf8(s)
-  if not sfind(s, "[\128-\255]") then return s end
-  local out, i, n = {}, 1, #s
-  while i <= n do
-    local len = sequence(s, i)
-    if len then
-      out[#out + 1] = s:sub(i, i + len - 1)
-      i = i + len
-    else
-      out[#out + 1] = FFFD
-      i = i + 1
-    end
-  end
-  return concat(out)
-end
 
 local Model = {}
 Model.__index = Model

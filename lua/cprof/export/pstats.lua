@@ -11,7 +11,7 @@
 -- seconds.  A function's key tuple is written once and referenced afterwards (marshal's
 -- FLAG_REF and 'r', as CPython's own marshal does), which keeps callers' dicts small.
 -- Marshal strings are UTF-8 that Python decodes strictly: bytes of a name that are not UTF-8
--- become U+FFFD (model.utf8).  Only functions and their callers are needed, so profiles
+-- become U+FFFD (cprof.sanitize).  Only functions and their callers are needed, so profiles
 -- without a call tree (pstats files, Stats) can be written too.
 
 local _ENV = require("cprof.env")()
@@ -21,6 +21,7 @@ local M = {}
 local export = require("cprof.export")
 local binary = require("cprof.export.binary")
 local model_mod = require("cprof.export.model")
+local sanitize = require("cprof.sanitize")
 
 M.binary = true
 M.WEIGHTS = { time = true }
@@ -31,7 +32,7 @@ local schar, sbyte, concat, floor = string.char, string.byte, table.concat, math
 local tostring = tostring
 
 local function str(s)
-  s = model_mod.utf8(tostring(s))
+  s = sanitize.utf8(tostring(s))
   return "u" .. le32(#s) .. s
 end
 

@@ -29,6 +29,7 @@ local M = {}
 
 local export = require("cprof.export")
 local model_mod = require("cprof.export.model")
+local sanitize = require("cprof.sanitize")
 
 M.restricts = true
 M.diff = true
@@ -43,7 +44,7 @@ local TOP, BOTTOM = 78, 34
 -- Text for XML: escaped, valid UTF-8, no control characters (XML 1.0 forbids them).
 local XML = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" }
 local function xml(s)
-  s = model_mod.utf8(tostring(s))
+  s = sanitize.utf8(tostring(s))
   return (sgsub(sgsub(s, "[%z\1-\8\11\12\14-\31]", "?"), '[&<>"]', XML))
 end
 
