@@ -242,6 +242,33 @@ for i = 1, 3 do pcall(select, 1, i) end
   end)
 end)
 
+describe("a program that empties the string and table libraries before it exits", function()
+  -- A string's methods come from the program's string table, so cprof must call neither them
+  -- nor the program's library tables at exit (issue 28, B.4: gsub lost the dump silently,
+  -- find raised an error inside dump.lua).
+  local script = [[
+local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+fib(10)
+for _, lib in ipairs({ string, table, math }) do
+  for k in pairs(lib) do lib[k] = nil end
+end
+]]
+
+  it("still gets its dump written and its report printed", function()
+    local path = S.tmpname(".prof")
+    local plain, profiled = both(script, "CPROF_REPORT=1 CPROF_OUT=" .. S.q(path))
+    assert.are.same({ plain.out, plain.status }, { profiled.out, profiled.status })
+    assert.matches("\n +177/1 .-:1%(fib%)\n", profiled.err)
+    local d = cprof.load(path)
+    os.remove(path)
+    local n = 0
+    for i = 1, d.frames.n do
+      if d.frames.name[i] == "fib" then n = n + d.frames.ncalls[i] end
+    end
+    assert.are.equal(177, n)
+  end)
+end)
+
 describe("a profiled child (issue 17)", function()
   local script = [[
 local lo = 0

@@ -61,8 +61,8 @@ end
 --- A word of a command line, quoted for a POSIX shell when it needs to be.
 function M.shell_word(w)
   w = tostring(w)
-  if w ~= "" and not w:find("[^%w%-%+_./:=,@%%]") then return w end
-  return "'" .. w:gsub("'", [['\'']]) .. "'"
+  if w ~= "" and not string.find(w, "[^%w%-%+_./:=,@%%]") then return w end
+  return "'" .. string.gsub(w, "'", [['\'']]) .. "'"
 end
 
 return M

@@ -35,7 +35,7 @@ local _ENV = require("cprof.env")()
 do
   local ok, err = pcall(require("cprof.version").core)
   if not ok then
-    io.stderr:write("cprof.auto: ", (tostring(err):gsub("^cprof: ", "")), "\n")
+    io.stderr:write("cprof.auto: ", (string.gsub(tostring(err), "^cprof: ", "")), "\n")
     os.exit(1)
   end
 end
@@ -68,7 +68,7 @@ local function list(name)
   local v = getenv(name)
   if v == nil or v == "" then return nil end
   local items = {}
-  for item in v:gmatch("[^;]+") do items[#items + 1] = item end
+  for item in string.gmatch(v, "[^;]+") do items[#items + 1] = item end
   return items
 end
 
@@ -83,7 +83,7 @@ local function new_profile()
   for k, v in pairs(filters) do opts[k] = v end
   local ok, err = pcall(cprof.Profile, opts)
   if not ok then
-    say("CPROF_EXCLUDE/CPROF_INCLUDE: " .. tostring(err):gsub("^cprof: ", "") .. "; recording every function")
+    say("CPROF_EXCLUDE/CPROF_INCLUDE: " .. string.gsub(tostring(err), "^cprof: ", "") .. "; recording every function")
     for k in pairs(filters) do opts[k] = nil end
   end
   local name = getenv("CPROF_TIMER")
@@ -92,7 +92,7 @@ local function new_profile()
   local p
   ok, p = pcall(cprof.Profile, opts)
   if ok then return p end
-  say("CPROF_TIMER: " .. tostring(p):gsub("^cprof: ", "") .. "; using the default timer")
+  say("CPROF_TIMER: " .. string.gsub(tostring(p), "^cprof: ", "") .. "; using the default timer")
   opts.timer = nil
   return cprof.Profile(opts)
 end
@@ -113,10 +113,10 @@ local function sort_keys()
   local s = getenv("CPROF_SORT")
   if s == nil or s == "" then return { "cumulative" } end
   local keys = {}
-  for k in s:gmatch("[^,%s]+") do keys[#keys + 1] = tonumber(k) or k end
+  for k in string.gmatch(s, "[^,%s]+") do keys[#keys + 1] = tonumber(k) or k end
   local err = report.sort_error(keys)
   if err then
-    say(("CPROF_SORT=%s: %s; sorting by cumulative time"):format(s, (err:gsub("^cprof%.stats: ", ""))))
+    say(string.format("CPROF_SORT=%s: %s; sorting by cumulative time", s, (string.gsub(err, "^cprof%.stats: ", ""))))
     return { "cumulative" }
   end
   return keys
@@ -128,7 +128,7 @@ local function row_limit()
   if s == "all" or s == "0" then return nil end
   local n = tonumber(s)
   if not n or n < 0 or n % 1 ~= 0 then
-    say(("CPROF_LIMIT must be a whole number or 'all', not '%s'; printing 30 rows"):format(s))
+    say(string.format("CPROF_LIMIT must be a whole number or 'all', not '%s'; printing 30 rows", s))
     return 30
   end
   return n
@@ -138,7 +138,7 @@ end
 --- added when the name has no %p, so that it never writes over the dump of its parent.
 local function out_path(s, seq)
   local path = cprof.dump_name(s, seq)
-  if pid ~= root and not s:gsub("%%%%", ""):find("%%p") then path = path .. "." .. tostring(pid) end
+  if pid ~= root and not string.find(string.gsub(s, "%%%%", ""), "%%p") then path = path .. "." .. tostring(pid) end
   return path
 end
 
@@ -149,7 +149,7 @@ do
   if sig == "" then sig = nil end
   local seconds = every ~= nil and every ~= "" and tonumber(every) or nil
   if every ~= nil and every ~= "" and not (seconds and seconds > 0) then
-    say(("CPROF_INTERVAL must be a positive number of seconds, not '%s'"):format(every))
+    say(string.format("CPROF_INTERVAL must be a positive number of seconds, not '%s'", every))
   end
   if sig or seconds then
     local out = getenv("CPROF_OUT")
@@ -157,7 +157,7 @@ do
     local ok, h = pcall(prof.live, prof, { file = function(n) return out_path(out, n) end,
                                           signal = sig, interval = seconds,
                                           reset = flag("CPROF_RESET") })
-    if ok then live = h else say((tostring(h):gsub("^cprof: ", ""))) end
+    if ok then live = h else say((string.gsub(tostring(h), "^cprof: ", ""))) end
   end
 end
 
@@ -172,7 +172,7 @@ local function finish()
     local ok, err
     if live then ok, err = pcall(live.dump, live)
     else ok, err = pcall(prof.dump_stats, prof, out_path(out, 1)) end
-    if not ok then io.stderr:write((tostring(err):gsub("\n", " ")), "\n") end
+    if not ok then io.stderr:write((string.gsub(tostring(err), "\n", " ")), "\n") end
   end
   if not flag("CPROF_REPORT") and (has_out or flag("CPROF_QUIET")) then return end
   local ok, err = pcall(report.print, prof:report_data(), { sort = sort_keys(), limit = row_limit(),
@@ -212,8 +212,7 @@ elseif calibrate == "save" then
   if s and s ~= "" then
     k = tonumber(s)
     if not k or k < 1 or k % 1 ~= 0 then
-      say(("CPROF_CALIBRATE_PROCESSES must be a whole number, 1 or more, not '%s'; using %d")
-        :format(s, require("cprof.calibrate").PROCESSES))
+      say(string.format("CPROF_CALIBRATE_PROCESSES must be a whole number, 1 or more, not '%s'; using %d", s, require("cprof.calibrate").PROCESSES))
       k = nil
     end
   end

@@ -74,22 +74,22 @@ function M.model(b, what)
   if b == nil then return nil end
   local m = {}
   if type(b) == "number" then
-    if not finite(b) then error(("cprof: %s must be a finite number"):format(what), 0) end
+    if not finite(b) then error(string.format("cprof: %s must be a finite number", what), 0) end
     m = { lua_call = 2 * b, c_call = 2 * b, switch = 0, wrap = 0, line = b }
   elseif type(b) == "table" then
     for k, v in pairs(b) do
       if IS_KIND[k] then
         if not finite(v) then
-          error(("cprof: %s.%s must be a finite number of seconds"):format(what, tostring(k)), 0)
+          error(string.format("cprof: %s.%s must be a finite number of seconds", what, tostring(k)), 0)
         end
         m[k] = v
       elseif MODEL_INFO[k] then
         if type(v) ~= MODEL_INFO[k] then
-          error(("cprof: %s.%s must be a %s"):format(what, k, MODEL_INFO[k]), 0)
+          error(string.format("cprof: %s.%s must be a %s", what, k, MODEL_INFO[k]), 0)
         end
         m[k] = v
       else
-        error(("cprof: %s: unknown key '%s' (the kinds are %s)"):format(what, tostring(k),
+        error(string.format("cprof: %s: unknown key '%s' (the kinds are %s)", what, tostring(k),
           table.concat(KINDS, ", ")), 0)
       end
     end
@@ -97,15 +97,14 @@ function M.model(b, what)
       local err = {}
       for k, v in pairs(m.err) do
         if not IS_KIND[k] or not finite(v) then
-          error(("cprof: %s.err must map kinds to numbers of seconds"):format(what), 0)
+          error(string.format("cprof: %s.err must map kinds to numbers of seconds", what), 0)
         end
         err[k] = v
       end
       m.err = err
     end
   else
-    error(("cprof: %s must be a number of seconds per event or a table of seconds per kind (%s)")
-      :format(what, table.concat(KINDS, ", ")), 0)
+    error(string.format("cprof: %s must be a number of seconds per event or a table of seconds per kind (%s)", what, table.concat(KINDS, ", ")), 0)
   end
   local any = false
   for _, k in ipairs(KINDS) do
@@ -133,7 +132,7 @@ function M.from_meta(meta)
   for _, k in ipairs(KINDS) do
     local v = meta["bias_" .. k]
     if v ~= nil then
-      if not finite(v) then error(("cprof: meta.bias_%s must be a finite number"):format(k), 0) end
+      if not finite(v) then error(string.format("cprof: meta.bias_%s must be a finite number", k), 0) end
       m[k], any = v, true
       local e = meta["bias_" .. k .. "_err"]
       if finite(e) then err[k] = e end

@@ -22,13 +22,13 @@ local M = {}
 
 -- A Lua pattern that finds `text` literally at the start of a file name.
 local function prefix_pattern(text)
-  return "^" .. text:gsub("[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")
+  return "^" .. string.gsub(text, "[%^%$%(%)%%%.%[%]%*%+%-%?]", "%%%0")
 end
 
 -- The directory of module `name` (found on package.path), as a prefix pattern, or nil.
 local function module_dir(name)
   local file = package.searchpath(name, package.path)
-  local dir = file and file:match("^(.*/)")
+  local dir = file and string.match(file, "^(.*/)")
   return dir and prefix_pattern(dir) or nil
 end
 
@@ -37,8 +37,8 @@ local function main_script()
   for level = 2, 200 do
     local info = debug.getinfo(level, "S")
     if not info then break end
-    if info.what == "main" and info.source:sub(1, 1) == "@" and info.source:find("busted$") then
-      return prefix_pattern(info.source:sub(2)) .. "$"
+    if info.what == "main" and string.sub(info.source, 1, 1) == "@" and string.find(info.source, "busted$") then
+      return prefix_pattern(string.sub(info.source, 2)) .. "$"
     end
   end
 end
@@ -62,15 +62,15 @@ end
 local function options(argv)
   local o = { top = 10, exclude = {} }
   for _, a in ipairs(type(argv) == "table" and argv or {}) do
-    for word in tostring(a):gmatch("[^,]+") do
-      local k, v = word:match("^([%w-]+)=(.*)$")
+    for word in string.gmatch(tostring(a), "[^,]+") do
+      local k, v = string.match(word, "^([%w-]+)=(.*)$")
       k = k or word
       if k == "out" then o.out = v
       elseif k == "per-file" then o.per_file = true
       elseif k == "top" and tonumber(v) then o.top = math.floor(tonumber(v))
       elseif k == "exclude" then o.exclude[#o.exclude + 1] = v
-      else error(("cprof.busted: unknown option '%s' (the options are out=FILE, per-file, top=N,"
-                  .. " exclude=PATTERN)"):format(word), 0) end
+      else error(string.format("cprof.busted: unknown option '%s' (the options are out=FILE, per-file, top=N,"
+                  .. " exclude=PATTERN)", word), 0) end
     end
   end
   if not o.out then
@@ -82,9 +82,9 @@ end
 
 -- The dump name of spec file `file` for the per-file option.
 local function file_dump(out, file)
-  local tag = file:gsub("^%./", ""):gsub("[/\\]", "_"):gsub("%%", "%%%%")
-  if out:find("%%f") then return (out:gsub("%%f", tag)) end
-  local stem, ext = out:match("^(.-)(%.[^./]*)$")
+  local tag = string.gsub(string.gsub(string.gsub(file, "^%./", ""), "[/\\]", "_"), "%%", "%%%%")
+  if string.find(out, "%%f") then return (string.gsub(out, "%%f", tag)) end
+  local stem, ext = string.match(out, "^(.-)(%.[^./]*)$")
   return (stem or out) .. "." .. tag .. (ext or "")
 end
 
@@ -107,11 +107,11 @@ local function slowest(title, times, total, top, out)
     if a.time ~= b.time then return a.time > b.time end
     return a.name < b.name
   end)
-  out(("cprof: %s (%d, %.3f s of the run's %.3f s):\n"):format(title, #rows,
+  out(string.format("cprof: %s (%d, %.3f s of the run's %.3f s):\n", title, #rows,
       (function() local s = 0 for _, r in ipairs(rows) do s = s + r.time end return s end)(), total))
   for i = 1, math.min(top, #rows) do
     local r = rows[i]
-    out(("  %9.3f s %6.1f%%  %s\n"):format(r.time, total > 0 and 100 * r.time / total or 0, r.name))
+    out(string.format("  %9.3f s %6.1f%%  %s\n", r.time, total > 0 and 100 * r.time / total or 0, r.name))
   end
 end
 
@@ -127,7 +127,7 @@ function M.start(argv)
   if timer == "" then timer = nil end
   local ok, p = pcall(cprof.Profile, { exclude = exclude, timer = timer })
   if not ok then
-    io.stderr:write("cprof.busted: CPROF_TIMER: ", (tostring(p):gsub("^cprof: ", "")),
+    io.stderr:write("cprof.busted: CPROF_TIMER: ", (string.gsub(tostring(p), "^cprof: ", "")),
                     "; using the default timer\n")
     p = cprof.Profile { exclude = exclude }
   end
@@ -137,7 +137,7 @@ function M.start(argv)
   local function write(name, reset)
     local ok, err = pcall(p.dump_stats, p, name, { reset = reset })
     if ok then io.stderr:write("cprof: wrote ", name, "\n")
-    else io.stderr:write((tostring(err):gsub("\n", " ")), "\n") end
+    else io.stderr:write((string.gsub(tostring(err), "\n", " ")), "\n") end
   end
   busted.subscribe({ "file", "start" }, function(file)
     current_file, file_t0 = file.name, p:now()

@@ -217,7 +217,7 @@ local function frame_of(d, f)
   local line = debug.getinfo(f, "S").linedefined
   for i = 1, d.frames.n do
     if d.frames.kind[i] ~= "C" and d.frames.line[i] == line
-       and d.frames.file[i]:find("calibrate", 1, true) then
+       and string.find(d.frames.file[i], "calibrate", 1, true) then
       return i
     end
   end
@@ -465,7 +465,7 @@ M.PROCESSES = 5
 --- single odd process does not widen; `processes` lists each kind's values in order.
 function M.combine(models)
   local m = { err = {}, processes = {},
-              source = ("median of %d processes"):format(#models) }
+              source = string.format("median of %d processes", #models) }
   for _, k in ipairs(bias.KINDS) do
     local vals, errs = {}, {}
     for i, x in ipairs(models) do vals[i], errs[i] = x[k] or 0, x.err and x.err[k] or 0 end
@@ -496,8 +496,7 @@ function M.child_command(interpreter, timer, n, path)
   end
   words[#words + 1] = "-e"
   words[#words + 1] = args.shell_word(
-    ("package.path, package.cpath = %q, %q require('cprof.calibrate').child(%q, %d, %q)")
-      :format(package.path, package.cpath, timer, n, path))
+    string.format("package.path, package.cpath = %q, %q require('cprof.calibrate').child(%q, %d, %q)", package.path, package.cpath, timer, n, path))
   return table.concat(words, " ")
 end
 
@@ -509,7 +508,7 @@ local function in_child(interpreter, timer, n)
   local p = io.popen(cmd .. " 2>&1 >/dev/null; printf '\\n%s\\n' \"$?\"", "r")
   local out = p and p:read("*a") or ""
   if p then p:close() end
-  local said, status = out:match("^(.-)%s*\n(%d+)\n$")
+  local said, status = string.match(out, "^(.-)%s*\n(%d+)\n$")
   local m, err
   if tonumber(status) ~= 0 then
     err = "exit status " .. tostring(status or "unknown")
@@ -522,7 +521,7 @@ local function in_child(interpreter, timer, n)
   os.remove(path)
   if m then return m end
   said = said and said ~= "" and (": " .. said) or ""
-  error(("cprof: calibration in a child process failed (%s): %s%s"):format(err, cmd, said), 0)
+  error(string.format("cprof: calibration in a child process failed (%s): %s%s", err, cmd, said), 0)
 end
 
 --- machine(timer, n, k, interpreter, here): the machine's model, measured in k fresh processes
@@ -573,12 +572,12 @@ function M.dir()
 end
 
 local function file_word(s)
-  return (tostring(s):gsub("[^%w%.%-]", "_"))
+  return (string.gsub(tostring(s), "[^%w%.%-]", "_"))
 end
 
 --- The file of the model for a timer, Lua version and cprof version, in folder `dir`.
 function M.path(dir, timer, lua_version, cprof_version)
-  return ("%s/calibration-%s-%s-%s.txt"):format(dir, file_word(timer), file_word(lua_version),
+  return string.format("%s/calibration-%s-%s-%s.txt", dir, file_word(timer), file_word(lua_version),
                                                 file_word(cprof_version))
 end
 
@@ -588,24 +587,24 @@ local FILE_KEYS = { "date", "timer", "lua_version", "cprof_version", "confidence
 --- comments) to `path`, through a temporary file
 --- renamed at the end, making its folder; returns path, or nil and a message naming the file.
 function M.save(m, path)
-  local dir = path:match("^(.*)/[^/]*$")
+  local dir = string.match(path, "^(.*)/[^/]*$")
   if dir and dir ~= "" then os.execute("mkdir -p " .. args.shell_word(dir) .. " 2>/dev/null") end
   local lines = { "# cprof's bias model (docs/MANUAL.md, Calibration): seconds per event" }
   for _, k in ipairs(FILE_KEYS) do
-    if m[k] ~= nil then lines[#lines + 1] = ("%s = %s"):format(k, tostring(m[k])) end
+    if m[k] ~= nil then lines[#lines + 1] = string.format("%s = %s", k, tostring(m[k])) end
   end
   for _, k in ipairs(bias.KINDS) do
-    lines[#lines + 1] = ("%s = %.6g"):format(k, m[k] or 0)
-    if m.err and m.err[k] then lines[#lines + 1] = ("%s_err = %.3g"):format(k, m.err[k]) end
+    lines[#lines + 1] = string.format("%s = %.6g", k, m[k] or 0)
+    if m.err and m.err[k] then lines[#lines + 1] = string.format("%s_err = %.3g", k, m.err[k]) end
   end
   -- as comments, which readers skip: a file of an older cprof refused keys it did not know
   if m.processes then
-    lines[#lines + 1] = ("# measured in %d processes, each kind in each:"):format(
+    lines[#lines + 1] = string.format("# measured in %d processes, each kind in each:", 
       #m.processes[bias.KINDS[1]])
     for _, k in ipairs(bias.KINDS) do
       local vals = {}
-      for i, v in ipairs(m.processes[k]) do vals[i] = ("%.6g"):format(v) end
-      lines[#lines + 1] = ("# %s = %s"):format(k, table.concat(vals, " "))
+      for i, v in ipairs(m.processes[k]) do vals[i] = string.format("%.6g", v) end
+      lines[#lines + 1] = string.format("# %s = %s", k, table.concat(vals, " "))
     end
   end
   local tmp = path .. ".tmp" .. tostring(core.getpid and core.getpid() or os.time())
@@ -615,12 +614,12 @@ function M.save(m, path)
   local cok, cerr = f:close()
   if not ok or not cok then
     os.remove(tmp)
-    return nil, ("cprof: cannot write the calibration %s: %s"):format(path, tostring(werr or cerr))
+    return nil, string.format("cprof: cannot write the calibration %s: %s", path, tostring(werr or cerr))
   end
   local rok, rerr = os.rename(tmp, path)
   if not rok then
     os.remove(tmp)
-    return nil, ("cprof: cannot write the calibration %s: %s"):format(path, tostring(rerr))
+    return nil, string.format("cprof: cannot write the calibration %s: %s", path, tostring(rerr))
   end
   return path
 end
@@ -634,9 +633,9 @@ function M.load(path)
   for line in f:lines() do
     ln = ln + 1
     at = ":" .. ln
-    if not line:find("^#") and line:find("%S") then
-      local k, v = line:match("^([%w_]+) = (.*)$")
-      local kind = k and (k:match("^(.*)_err$") or k)
+    if not string.find(line, "^#") and string.find(line, "%S") then
+      local k, v = string.match(line, "^([%w_]+) = (.*)$")
+      local kind = k and (string.match(k, "^(.*)_err$") or k)
       local number = tonumber(v)
       if not k then
         err = "not a `key = value` line"
@@ -662,7 +661,7 @@ function M.load(path)
     if ok and model then return model end
     err = ok and "every kind is 0" or model
   end
-  return nil, ("cprof: %s%s: %s"):format(path, at or "", err)
+  return nil, string.format("cprof: %s%s: %s", path, at or "", err)
 end
 
 return M

@@ -98,7 +98,7 @@ local OPTIONS = {
              "several keys (--sort calls --sort name, --sort calls,name).",
              "Default: cumulative; alloc with --memory alone." },
     set = function(o, v)
-      for key in v:gmatch("[^,]+") do o.sort[#o.sort + 1] = key end
+      for key in string.gmatch(v, "[^,]+") do o.sort[#o.sort + 1] = key end
     end },
   { long = "limit", short = "l", arg = "N",
     help = { "Print at most N rows (a whole number), or the first fraction N of them (a",
@@ -111,7 +111,7 @@ local OPTIONS = {
       if n == nil or n < 0 or n ~= n then
         fail("option --limit: '" .. v .. "' is not a whole number, a fraction in [0, 1) or 'all'")
       end
-      if v:find("^%d+$") then
+      if string.find(v, "^%d+$") then
         n = math.tointeger and math.tointeger(n) or n
         if n == 0 then return end
       elseif n >= 1 then
@@ -211,7 +211,7 @@ M.OPTIONS = OPTIONS
 -- `text` as lines of at most 95 characters, the first after `first`, the others after `indent`.
 local function wrap(first, indent, text)
   local lines, line = {}, first
-  for word in text:gmatch("%S+") do
+  for word in string.gmatch(text, "%S+") do
     if #line + 1 + #word > 95 and #line > #indent then
       lines[#lines + 1] = line
       line = indent .. word
@@ -288,13 +288,13 @@ local function parse(argv)
   local i = 1
   while i <= #argv do
     local a = argv[i]
-    if options_ended or a == "-" or a:sub(1, 1) ~= "-" then
+    if options_ended or a == "-" or string.sub(a, 1, 1) ~= "-" then
       o.restrictions[#o.restrictions + 1] = a
       operand[#o.restrictions] = true
     elseif a == "--" then
       options_ended = true
     else
-      local name, value = a:match("^(%-%-[^=]+)=(.*)$")
+      local name, value = string.match(a, "^(%-%-[^=]+)=(.*)$")
       name = name or a
       local opt = find_option(name)
       if not opt then
@@ -335,12 +335,12 @@ end
 -- "cprof: <path>: <reason>" becomes "<path>: <reason>".
 local function plain(err)
   local s = tostring(err)
-  if s:find("^cprof: ") then
-    s = s:sub(8)
-  elseif s:find("^cprof%.%a+: ") then
-    s = s:gsub("^cprof%.%a+: ", "", 1)
+  if string.find(s, "^cprof: ") then
+    s = string.sub(s, 8)
+  elseif string.find(s, "^cprof%.%a+: ") then
+    s = string.gsub(s, "^cprof%.%a+: ", "", 1)
   end
-  return (s:gsub("\n", " "))
+  return (string.gsub(s, "\n", " "))
 end
 
 -- cprof-stats -i: the browser (needs LPeg).
@@ -367,7 +367,7 @@ local function interactive(o)
   local run_ok, err = pcall(browser.run, o.files, { prompt = o.prompt })
   if not run_ok then
     -- Ctrl-C while reading a command ends the browser quietly, as in pstats
-    if tostring(err):find("interrupted", 1, true) then
+    if string.find(tostring(err), "interrupted", 1, true) then
       io.stdout:write("\n")
       return 0
     end
@@ -392,7 +392,7 @@ local function stdin_copy()
     local piece = io.stdin:read(2 ^ 20)
     parts[#parts + 1] = piece
     n = n + (piece and #piece or 0)
-    if n > max then fail(("%s: too large for a profile (more than %d GiB)"):format(STDIN, max / 2 ^ 30)) end
+    if n > max then fail(string.format("%s: too large for a profile (more than %d GiB)", STDIN, max / 2 ^ 30)) end
   until piece == nil
   local data = table.concat(parts)
   if data == "" then fail(STDIN .. ": standard input is empty") end
@@ -414,8 +414,8 @@ local function load_stdin(stats)
   os.remove(tmp)
   if not ok then
     local msg = plain(st)
-    local at = msg:find(tmp, 1, true)
-    if at then msg = msg:sub(1, at - 1) .. STDIN .. msg:sub(at + #tmp) end
+    local at = string.find(msg, tmp, 1, true)
+    if at then msg = string.sub(msg, 1, at - 1) .. STDIN .. string.sub(msg, at + #tmp) end
     fail(msg)
   end
   st.files = { STDIN }
@@ -428,7 +428,7 @@ local function load_file(stats, file)
   local ok, st = pcall(stats.new, file)
   if not ok then
     local msg = plain(st)
-    if msg:sub(1, #file + 2) ~= file .. ": " then msg = file .. ": " .. msg end
+    if string.sub(msg, 1, #file + 2) ~= file .. ": " then msg = file .. ": " .. msg end
     fail(msg)
   end
   return st
@@ -436,7 +436,7 @@ end
 
 -- A pattern that may be a FILE mistyped or missing: a path, or a name with an extension.
 local function looks_like_file(p)
-  return p:find("/", 1, true) ~= nil or p:find("%.%w+$") ~= nil
+  return string.find(p, "/", 1, true) ~= nil or string.find(p, "%.%w+$") ~= nil
 end
 
 -- Nothing would be printed: fail with status 1 and the reason.  `list` and `log` are what
@@ -452,9 +452,9 @@ local function check_something_matched(st, o, list, log)
           for _, p in ipairs(o.patterns) do
             if p == r and looks_like_file(p) then also = " (and no file has that name)" end
           end
-          fail(("nothing matched: no function matches '%s'%s"):format(r, also), 1)
+          fail(string.format("nothing matched: no function matches '%s'%s", r, also), 1)
         end
-        fail(("nothing matched: --limit %s leaves no function"):format(tostring(r)), 1)
+        fail(string.format("nothing matched: --limit %s leaves no function", tostring(r)), 1)
       end
     end
   end
@@ -464,7 +464,7 @@ local function check_something_matched(st, o, list, log)
     for _, key in ipairs(list) do
       if st.lines[key] and next(st.lines[key]) ~= nil then return end
     end
-    fail(("nothing matched: none of the %d functions selected has line records"):format(#list), 1)
+    fail(string.format("nothing matched: none of the %d functions selected has line records", #list), 1)
   end
 end
 
@@ -510,11 +510,10 @@ local function main(argv)
       for _, p in ipairs(o.patterns) do
         if looks_like_file(p) then
           local _, err = io.open(p, "rb")
-          fail((tostring(err):gsub("\n", " ")))
+          fail((string.gsub(tostring(err), "\n", " ")))
         end
       end
-      fail(("no FILE given ('%s' is not a readable file, so it was taken as a pattern)")
-        :format(o.patterns[1]))
+      fail(string.format("no FILE given ('%s' is not a readable file, so it was taken as a pattern)", o.patterns[1]))
     else
       fail("no FILE given, and nothing on standard input (see " .. PROG .. " --help)")
     end
@@ -575,8 +574,8 @@ local function main(argv)
       .. " installed: CPROF_MEMORY=1 with cprof.auto)")
   end
   if memory_key and not st:has_memory() then
-    fail(("option --sort: '%s' sorts by memory, and the profile has no memory numbers (make it"
-      .. " with cprof's allocator installed: CPROF_MEMORY=1 with cprof.auto)"):format(memory_key))
+    fail(string.format("option --sort: '%s' sorts by memory, and the profile has no memory numbers (make it"
+      .. " with cprof's allocator installed: CPROF_MEMORY=1 with cprof.auto)", memory_key))
   end
 
   report.prepare(st, { sort = sort, reverse = o.reverse, strip_dirs = o.strip_dirs,

@@ -39,8 +39,8 @@ end
 local function need_core(path, doing)
   local c, why = core()
   if not c then
-    error(("cprof: %s: %s a cprof dump needs the C extension cprof.core, which cannot be"
-      .. " loaded: %s"):format(tostring(path), doing, why), 0)
+    error(string.format("cprof: %s: %s a cprof dump needs the C extension cprof.core, which cannot be"
+      .. " loaded: %s", tostring(path), doing, why), 0)
   end
   return c
 end
@@ -52,8 +52,8 @@ end
 function M.check_path(path, fname, level, argn)
   args.check(type(path) == "string", path, argn or 1, fname, "string", level - 1)
   if path == "" then error('cprof: "": the file name is empty', 0) end
-  if path:find("\0", 1, true) then
-    error(("cprof: %s: the file name holds a NUL byte"):format((path:gsub(".", { ["\0"] = "\\0" }))), 0)
+  if string.find(path, "\0", 1, true) then
+    error(string.format("cprof: %s: the file name holds a NUL byte", (string.gsub(path, ".", { ["\0"] = "\\0" }))), 0)
   end
 end
 
@@ -90,7 +90,7 @@ end
 --- at `path` was read whole and every section checked.  Raises "cprof: <path>: <reason>".
 function M.verify(path)
   local _, info = M.read(path, "verify")
-  return ("format version %d, %d sections, %s"):format(info.version, info.sections,
+  return string.format("format version %d, %d sections, %s", info.version, info.sections,
     info.checksums and "checksums match" or "no checksums")
 end
 
@@ -104,7 +104,7 @@ function M.check_file(path)
   if c and c.file_type then
     local t, err = c.file_type(path)
     if not t then error(err, 0) end
-    if t ~= "regular" then error(("cprof: %s: a %s, not a regular file"):format(path, t), 0) end
+    if t ~= "regular" then error(string.format("cprof: %s: a %s, not a regular file", path, t), 0) end
     return
   end
   local f, err = io.open(path, "rb")
@@ -121,7 +121,7 @@ M.MAX_FILE = 2 ^ 30
 --- name is not one: not a string, empty, with a NUL byte); nil when it cannot be told (without
 --- cprof.core).
 function M.file_type(path)
-  if type(path) ~= "string" or path == "" or path:find("\0", 1, true) then return false end
+  if type(path) ~= "string" or path == "" or string.find(path, "\0", 1, true) then return false end
   local c = core()
   if not (c and c.file_type) then return nil end
   return c.file_type(path) or false

@@ -234,7 +234,7 @@ local shell_word = args.shell_word
 -- A word of the program's `arg` table as text, without running any of its metamethods.
 local function arg_text(v)
   if type(v) == "string" then return v end
-  if type(v) == "number" then return ("%.14g"):format(v) end
+  if type(v) == "number" then return string.format("%.14g", v) end
   return "<" .. type(v) .. ">"
 end
 
@@ -298,7 +298,7 @@ end
 local function process_id()
   if core.getpid then return core.getpid() end
   local f = io.open("/proc/self/stat")
-  local pid = f and tonumber((f:read("*l") or ""):match("^%d+"))
+  local pid = f and tonumber(string.match((f:read("*l") or ""), "^%d+"))
   if f then f:close() end
   return pid or 0
 end
@@ -338,7 +338,7 @@ function methods:dump_stats(file, opts)
   if opts ~= nil then
     args.check(type(opts) == "table", opts, 2, "dump_stats", "table of options")
     for k, v in next, opts do
-      if k ~= "reset" then args.fail(2, "dump_stats", ("unknown option '%s' (the option is reset)"):format(tostring(k))) end
+      if k ~= "reset" then args.fail(2, "dump_stats", string.format("unknown option '%s' (the option is reset)", tostring(k))) end
       args.check(type(v) == "boolean", v, 2, "dump_stats", "reset = true or false:")
     end
     reset = rawget(opts, "reset") == true
@@ -351,7 +351,7 @@ end
 --- A dump file name: `pattern` with %p replaced by the process id, %n by `seq` (the dump's
 --- number) and %% by %.
 function cprof.dump_name(pattern, seq)
-  return (pattern:gsub("%%([%%pn]?)", function(c)
+  return (string.gsub(pattern, "%%([%%pn]?)", function(c)
     if c == "p" then return tostring(process_id()) end
     if c == "n" then return tostring(seq) end
     return "%"
@@ -390,7 +390,7 @@ function methods:live(opts)
   for k, v in next, opts do
     local want = LIVE_OPTIONS[k]
     if not want then
-      args.fail(1, "live", ("unknown option '%s' (the options are file, signal, interval, reset)"):format(tostring(k)))
+      args.fail(1, "live", string.format("unknown option '%s' (the options are file, signal, interval, reset)", tostring(k)))
     end
     args.check(type(v) == want or (k == "file" and type(v) == "function"), v, 1, "live", want .. " as " .. k)
   end
@@ -404,7 +404,7 @@ function methods:live(opts)
   h.name = type(file) == "function" and file or function(n) return cprof.dump_name(file, n) end
   local function on_request()
     local ok, err = pcall(h.dump, h)
-    if not ok then io.stderr:write("cprof: live dump: ", (tostring(err):gsub("\n", " ")), "\n") end
+    if not ok then io.stderr:write("cprof: live dump: ", (string.gsub(tostring(err), "\n", " ")), "\n") end
   end
   local ok, handle = pcall(core.live, on_request, rawget(opts, "signal"), interval)
   if not ok then error(handle, 2) end
@@ -421,7 +421,7 @@ end
 
 local function compile(code, env)
   if type(code) ~= "string" then
-    error(("cprof: code to profile must be a string of Lua, not a %s"):format(type(code)), 3)
+    error(string.format("cprof: code to profile must be a string of Lua, not a %s", type(code)), 3)
   end
   local chunk, err = load(code, code, "t", env)
   if not chunk then error("cprof: " .. err, 3) end
@@ -434,11 +434,11 @@ end
 local function check_scope(env, locals)
   local level = 3
   if type(env) ~= "table" then
-    error(("cprof: runctx needs an environment table, not a %s"):format(type(env)), level)
+    error(string.format("cprof: runctx needs an environment table, not a %s", type(env)), level)
   end
   if locals == nil or rawequal(locals, env) then return end
   if type(locals) ~= "table" then
-    error(("cprof: runctx's locals must be a table, not a %s"):format(type(locals)), level)
+    error(string.format("cprof: runctx's locals must be a table, not a %s", type(locals)), level)
   end
   if getmetatable(locals) ~= nil then
     error("cprof: runctx's locals must be a table without a metatable (cprof gives it one for"
@@ -532,7 +532,7 @@ function cprof.region(name, opts)
     p = made
     cprof.regions[name] = p
   elseif opts ~= nil then
-    error(("cprof: region '%s' was made already; its options are given the first time"):format(name), 2)
+    error(string.format("cprof: region '%s' was made already; its options are given the first time", name), 2)
   end
   local ok, err = pcall(p.enable, p)
   if not ok then error(err, 2) end

@@ -102,7 +102,7 @@ end
 --- few times slower).
 function memory.trace(cmd, cache, stream)
   if not TRACE_VERBS[cmd] then
-    args.fail(1, "trace", type(cmd) == "string" and ("invalid option '%s': %s"):format(cmd, TRACE_USAGE)
+    args.fail(1, "trace", type(cmd) == "string" and string.format("invalid option '%s': %s", cmd, TRACE_USAGE)
       or (TRACE_USAGE .. " expected, got " .. args.typename(cmd)))
   end
   local reads = cmd == "print" or cmd == "text" or cmd == "data"
@@ -118,7 +118,7 @@ function memory.trace(cmd, cache, stream)
   end
   local d = call(C.trace_data)
   if cache and d and d.cache ~= cache then
-    error(("cprof.memory.trace(%s, %s): that cache is not traced"):format(cmd, cache), 2)
+    error(string.format("cprof.memory.trace(%s, %s): that cache is not traced", cmd, cache), 2)
   end
   if cmd == "data" then return d end
   local text = allocator.trace_text(d)

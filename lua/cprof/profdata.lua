@@ -126,7 +126,7 @@ end
 --- whose built-ins send no return event: docs/SEMANTICS.md, "LuaJIT").
 function M.on_luajit(meta)
   local v = type(meta) == "table" and meta.lua_version
-  return type(v) == "string" and v:find("^LuaJIT") ~= nil
+  return type(v) == "string" and string.find(v, "^LuaJIT") ~= nil
 end
 
 --- How a C function of this name runs another coroutine: "resume" (coroutine.resume) or
@@ -134,7 +134,7 @@ end
 --- whole: docs/SEMANTICS.md, "Names"); nil when it does not.
 function M.runs_coroutine(name)
   if name == "coroutine.resume" then return "resume" end
-  if name == "function made by coroutine.wrap" or name:find("^wrap%(.*:%d+%)$") then
+  if name == "function made by coroutine.wrap" or string.find(name, "^wrap%(.*:%d+%)$") then
     return "wrap"
   end
 end
@@ -488,7 +488,7 @@ end
 ---------------------------------------------------------------------------
 
 local function strip_brackets(name)
-  if name:sub(1, 1) == "<" and name:sub(-1) == ">" then return name:sub(2, -2) end
+  if string.sub(name, 1, 1) == "<" and string.sub(name, -1) == ">" then return string.sub(name, 2, -2) end
   return name
 end
 
@@ -557,7 +557,7 @@ function M.from_stats(s)
   }
   if type(meta) == "table" then
     for k, v in pairs(meta) do
-      if type(k) ~= "string" or k:sub(1, 4) ~= "mem_" then m[k] = v end
+      if type(k) ~= "string" or string.sub(k, 1, 4) ~= "mem_" then m[k] = v end
     end
   end
   d.meta = m

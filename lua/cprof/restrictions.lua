@@ -90,8 +90,8 @@ local function matchers_of(p)
     elseif auto then
       out[i] = function(s) return patmatch.find(s, auto) end
     else
-      return nil, ("%%b or a back-reference with %d repetitions could take too long; at most"
-        .. " %d"):format(reps, patmatch.MAX_BACKTRACKING)
+      return nil, string.format("%%b or a back-reference with %d repetitions could take too long; at most"
+        .. " %d", reps, patmatch.MAX_BACKTRACKING)
     end
   end
   return out

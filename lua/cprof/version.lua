@@ -50,30 +50,30 @@ end
 -- by the missing symbol (LuaJIT exports luaJIT_*, Lua 5.4 functions LuaJIT lacks), and which
 -- variable chooses it.  nil when the message is about something else.
 local function wrong_build(err)
-  local symbol = err:match("undefined symbol: ([%w_]+)")
+  local symbol = string.match(err, "undefined symbol: ([%w_]+)")
   if not symbol then return nil end
   local built_for, var
   if jit_table() then
     built_for, var = "Lua 5.4", "LUA_CPATH"
-  elseif symbol:find("^luaJIT_") then
+  elseif string.find(symbol, "^luaJIT_") then
     built_for, var = "LuaJIT", "LUA_CPATH_5_4 (or LUA_CPATH)"
   else
     return nil
   end
   local searchpath = package.searchpath
   local file = searchpath and searchpath("cprof.core", package.cpath) or "cprof.core"
-  return ("cprof: %s is cprof.core built for %s, and this is %s: set %s to the directory of"
-    .. " the %s build (in a checkout, `eval \"$(make -s env)\"` sets it for both)"):format(
+  return string.format("cprof: %s is cprof.core built for %s, and this is %s: set %s to the directory of"
+    .. " the %s build (in a checkout, `eval \"$(make -s env)\"` sets it for both)", 
     tostring(file), built_for, M.lua_name(), var, jit_table() and "LuaJIT" or "Lua 5.4")
 end
 
 -- The sentence for a core.so that is nowhere on package.cpath, instead of the list of every
 -- place searched.
 local function not_found(err)
-  if not err:find("module 'cprof.core' not found", 1, true) then return nil end
-  return ("cprof: the C module cprof.core is not on %s or Lua's default paths: install cprof"
+  if not string.find(err, "module 'cprof.core' not found", 1, true) then return nil end
+  return string.format("cprof: the C module cprof.core is not on %s or Lua's default paths: install cprof"
     .. " (make install, which says what to set) or, in a checkout, build it (make%s) and run"
-    .. " `eval \"$(make -s env)\"`"):format(jit_table() and "LUA_CPATH" or "LUA_CPATH_5_4 (or LUA_CPATH)",
+    .. " `eval \"$(make -s env)\"`", jit_table() and "LUA_CPATH" or "LUA_CPATH_5_4 (or LUA_CPATH)",
     jit_table() and " LUA=luajit" or "")
 end
 

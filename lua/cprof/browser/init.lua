@@ -96,8 +96,8 @@ end
 -- An error message without cprof's "cprof: " or "cprof.xxx: " in front.
 local function plain(err)
   local s = tostring(err)
-  s = s:gsub("^cprof: ", "", 1):gsub("^cprof%.%a+: ", "", 1)
-  return (s:gsub("\n", " "))
+  s = string.gsub(string.gsub(s, "^cprof: ", "", 1), "^cprof%.%a+: ", "", 1)
+  return (string.gsub(s, "\n", " "))
 end
 M.plain = plain
 
@@ -156,7 +156,7 @@ function Browser:add_file(file)
   local ok, err = pcall(self.stats.add, self.stats, file)
   if not ok then
     local msg = plain(err)
-    if msg:sub(1, #file + 2) == file .. ": " then msg = msg:sub(#file + 3) end
+    if string.sub(msg, 1, #file + 2) == file .. ": " then msg = string.sub(msg, #file + 3) end
     self:print("Failed to load statistics for " .. file .. ": " .. msg)
     return false
   end
@@ -169,7 +169,7 @@ function Browser:do_read(arg)
   if file ~= "" then
     self:load(file)
   elseif #self.prompt > 2 then
-    self:load(self.prompt:sub(1, -3))
+    self:load(string.sub(self.prompt, 1, -3))
   else
     self:print("No statistics object is current -- cannot reload.")
   end
@@ -269,7 +269,7 @@ function Browser:onecmd(line)
     if self.lastcmd ~= "" then return self:onecmd(self.lastcmd) end
     return false
   end
-  if p.line:sub(1, 1) == "!" then
+  if string.sub(p.line, 1, 1) == "!" then
     self:print("*** Unknown syntax: " .. p.line)
     return false
   end
@@ -294,7 +294,7 @@ function Browser:cmdloop()
     if line == nil then
       line = "EOF"
     else
-      line = line:gsub("[\r\n]+$", "")
+      line = string.gsub(line, "[\r\n]+$", "")
     end
     if self:onecmd(line) then break end
   end
@@ -308,7 +308,7 @@ end
 function M.prompt_wanted()
   local env = os.getenv("CPROF_PROMPT")
   if env ~= nil then
-    local v = env:lower()
+    local v = string.lower(env)
     return not (v == "" or v == "0" or v == "no" or v == "false" or v == "off")
   end
   return M.stdin_is_tty()

@@ -122,7 +122,7 @@ else
   local little = ffi.abi("le")
   local function bytes(ptr, size)
     local s = ffi.string(ptr, size)
-    return little and s or s:reverse()
+    return little and s or string.reverse(s)
   end
   function le32(n)
     ibuf[0] = n
@@ -211,10 +211,10 @@ function M.gzip(write)
       local all = concat(pending, "", 1, npending)
       local i = 1
       while #all - i + 1 > BLOCK do
-        block(all:sub(i, i + BLOCK - 1), false)
+        block(string.sub(all, i, i + BLOCK - 1), false)
         i = i + BLOCK
       end
-      local rest = all:sub(i)
+      local rest = string.sub(all, i)
       pending, npending, plen = { rest }, 1, #rest
     end
   end

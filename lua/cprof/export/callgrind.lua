@@ -125,7 +125,7 @@ function M.write(m, sink, opts, weight)
     for f = 1, F.n do t = t + fself[i][f] end
     totals[i] = sformat("%d", t)
   end
-  local command = tostring(m.meta.command or ""):gsub("[\r\n]", " ")
+  local command = string.gsub(tostring(m.meta.command or ""), "[\r\n]", " ")
   w.put("# callgrind format\nversion: 1\ncreator: cprof\n")
   if command ~= "" then w.put("cmd: " .. command .. "\n") end
   w.put("positions: line\nevents: " .. concat(names, " ") .. "\nsummary: " .. concat(totals, " ")
@@ -142,13 +142,13 @@ function M.write(m, sink, opts, weight)
     if id then return sformat("(%d)", id) end
     nfiles = nfiles + 1
     file_ids[file] = nfiles
-    return sformat("(%d) %s", nfiles, (file:gsub("[\r\n]", " ")))
+    return sformat("(%d) %s", nfiles, (string.gsub(file, "[\r\n]", " ")))
   end
   local function fn_of(f)
     local id = fn_ids[f]
     if id then return sformat("(%d)", id) end
     fn_ids[f] = f
-    return sformat("(%d) %s", f, (m:name(f):gsub("[\r\n]", " ")))
+    return sformat("(%d) %s", f, (string.gsub(m:name(f), "[\r\n]", " ")))
   end
   local function line_of(f)
     return F.kind[f] == "C" and 0 or F.line[f]
@@ -167,7 +167,7 @@ function M.write(m, sink, opts, weight)
     if h then return h end
     local fl, fn = file_of(g), fn_of(g)
     h = "cfl=" .. fl .. "\ncfn=" .. fn .. "\ncalls="
-    if not fl:find(" ", 1, true) and not fn:find(" ", 1, true) then callee_head[g] = h end
+    if not string.find(fl, " ", 1, true) and not string.find(fn, " ", 1, true) then callee_head[g] = h end
     return h
   end
 

@@ -138,7 +138,7 @@ end
 
 -- An error of the export layer as one line without its module prefix.
 local function plain(err)
-  return (tostring(err):gsub("^cprof[%.%a]*: ", "", 1):gsub("\n", " "))
+  return (string.gsub(string.gsub(tostring(err), "^cprof[%.%a]*: ", "", 1), "\n", " "))
 end
 
 -- The options given that do not go with what was asked (`allowed` names the kinds that do).

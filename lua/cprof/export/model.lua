@@ -152,7 +152,7 @@ function Model:label(f)
 end
 
 local function basename(file)
-  return (tostring(file):match("([^/]*)$"))
+  return (string.match(tostring(file), "([^/]*)$"))
 end
 
 local function names(self)

@@ -147,7 +147,7 @@ function M.write(m, sink, opts, weight)
   path = nil
 
   local command = tostring(m.meta.command or "")
-  local program = command:match("^(%S+)") or "lua"
+  local program = string.match(command, "^(%S+)") or "lua"
   put(bfield(3, vfield(1, 1) .. vfield(5, str(program)) .. vfield(7, 1)))
   for i, f in ipairs(order) do
     local line = F.kind[f] == "C" and 0 or F.line[f]

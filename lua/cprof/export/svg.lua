@@ -51,8 +51,8 @@ end
 -- Whole numbers with thousands separators.
 local function grouped(n)
   local s = sformat("%d", n)
-  local head, digits = s:match("^(-?)(%d+)$")
-  digits = digits:reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  local head, digits = string.match(s, "^(-?)(%d+)$")
+  digits = string.gsub(string.reverse(string.gsub(string.reverse(digits), "(%d%d%d)", "%1,")), "^,", "")
   return head .. digits
 end
 
@@ -117,7 +117,7 @@ local function fit(name, w)
   local n = floor((w - 6) / (FONT * CHAR_W))
   if n < 3 then return "" end
   if #name <= n then return name end
-  return name:sub(1, n - 2) .. ".."
+  return string.sub(name, 1, n - 2) .. ".."
 end
 
 local SCRIPT = [[

@@ -106,7 +106,7 @@ M.decode_double = decode_double
 
 -- Python's float(text) for the 'f' form: decimal numbers, inf, infinity and nan with a sign.
 local function text_float(t)
-  local sign, body = t:match("^%s*([+-]?)(.-)%s*$")
+  local sign, body = string.match(t, "^%s*([+-]?)(.-)%s*$")
   if not sign then return nil end
   local lb = slower(body)
   local v
@@ -198,7 +198,7 @@ end
 -- at most 40 characters.
 local function printable(t)
   local cut = #t > 40
-  t = ssub(t, 1, 40):gsub("[^\32-\126]", function(c) return sformat("\\x%02x", sbyte(c)) end)
+  t = string.gsub(ssub(t, 1, 40), "[^\32-\126]", function(c) return sformat("\\x%02x", sbyte(c)) end)
   return cut and t .. "..." or t
 end
 
@@ -337,7 +337,7 @@ end
 --- marshal.load ignores them).  `name` (default "marshal data") starts every error message.
 function M.decode(s, name)
   if type(s) ~= "string" then
-    error(("bad argument #1 to 'decode' (string expected, got %s)"):format(type(s)), 2)
+    error(string.format("bad argument #1 to 'decode' (string expected, got %s)", type(s)), 2)
   end
   local r = { s = s, pos = 1, len = #s, refs = {}, interned = {}, name = name or "marshal data" }
   local v = decode_object(r, 1, false)
@@ -380,7 +380,7 @@ end
 --- "cprof: <path>: ...".
 function M.read(path)
   if type(path) ~= "string" then
-    error(("bad argument #1 to 'read' (file name expected, got %s)"):format(type(path)), 2)
+    error(string.format("bad argument #1 to 'read' (file name expected, got %s)", type(path)), 2)
   end
   local s = read_all(path)
   local ok, v = pcall(M.decode, s, path)
@@ -427,8 +427,8 @@ local function func_of(v)
 end
 
 local function show(file, line, name)
-  if file == "~" and line == 0 and name:sub(1, 1) == "<" and name:sub(-1) == ">" then
-    return "{" .. name:sub(2, -2) .. "}"
+  if file == "~" and line == 0 and string.sub(name, 1, 1) == "<" and string.sub(name, -1) == ">" then
+    return "{" .. string.sub(name, 2, -2) .. "}"
   end
   return sformat("%s:%s(%s)", file, tostring(line), name)
 end
@@ -526,7 +526,7 @@ end
 --- Reads a pstats file: marshal.to_records(marshal.read(path), path).  Errors: "cprof: <path>: ...".
 function M.load_stats(path)
   if type(path) ~= "string" then
-    error(("bad argument #1 to 'load_stats' (file name expected, got %s)"):format(type(path)), 2)
+    error(string.format("bad argument #1 to 'load_stats' (file name expected, got %s)", type(path)), 2)
   end
   local v, size = M.read(path)
   local ok, recs = pcall(M.to_records, v, path, size)

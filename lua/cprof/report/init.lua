@@ -63,8 +63,8 @@ local function check_opts(opts, fname)
   end
   for _, view in ipairs(opts.views or {}) do
     if not VIEWS[view] then
-      error(("cprof.report: unknown view '%s' (stats, callers, callees, lines, memory or"
-        .. " allocator)"):format(tostring(view)), 3)
+      error(string.format("cprof.report: unknown view '%s' (stats, callers, callees, lines, memory or"
+        .. " allocator)", tostring(view)), 3)
     end
   end
   return opts

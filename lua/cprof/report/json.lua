@@ -77,7 +77,7 @@ local function as_utf8(s)
   while i <= n do
     local len = utf8_len(s, i, n)
     if len then
-      out[#out + 1] = s:sub(i, i + len - 1)
+      out[#out + 1] = string.sub(s, i, i + len - 1)
       i = i + len
     else
       local c = sbyte(s, i)

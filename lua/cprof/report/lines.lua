@@ -41,7 +41,7 @@ local function source_lines(file)
   if ok and text == nil then text = "" end -- an empty file
   if not ok or type(text) ~= "string" then return nil end
   local lines = {}
-  for line in (text .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = (sgsub(line, "\r$", "")) end
+  for line in string.gmatch((text .. "\n"), "([^\n]*)\n") do lines[#lines + 1] = (sgsub(line, "\r$", "")) end
   if ssub(text, -1) == "\n" then lines[#lines] = nil end
   return lines
 end

@@ -228,7 +228,7 @@ function M.types(m, out, opts)
     out(row(r.allocs, r.frees, "(all)", life) .. "  " .. m:label(r.f) .. "\n")
     for _, t in ipairs(M.TYPES) do
       local c = r.t[t]
-      if c[1] > 0 then out((row(c[1], c[2], t, ""):gsub("%s+$", "")) .. "\n") end
+      if c[1] > 0 then out((string.gsub(row(c[1], c[2], t, ""), "%s+$", "")) .. "\n") end
     end
   end
   out("\n")

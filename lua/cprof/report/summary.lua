@@ -22,7 +22,7 @@ local int_str, rjust = pyfmt.int_str, pyfmt.rjust
 local function need_core(path)
   local ok, core = pcall(require, "cprof.core")
   if not ok or type(core.read_dump) ~= "function" then
-    error(("cprof: %s: reading a summary needs the C extension cprof.core"):format(path), 0)
+    error(string.format("cprof: %s: reading a summary needs the C extension cprof.core", path), 0)
   end
   return core
 end
@@ -111,7 +111,7 @@ function M.series(list, out)
 end
 
 local function xml(s)
-  return (tostring(s):gsub("[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
+  return (string.gsub(tostring(s), "[&<>\"]", { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;",
                                         ['"'] = "&quot;" }))
 end
 
