@@ -77,6 +77,7 @@ build = {
       ["cprof.profdata"] = "lua/cprof/profdata.lua",
       ["cprof.pstats.marshal"] = "lua/cprof/pstats/marshal.lua",
       ["cprof.pyfmt"] = "lua/cprof/pyfmt.lua",
+      ["cprof.sanitize"] = "lua/cprof/sanitize.lua",
       ["cprof.report"] = "lua/cprof/report/init.lua",
       ["cprof.report.allocator"] = "lua/cprof/report/allocator.lua",
       ["cprof.report.callers"] = "lua/cprof/report/callers.lua",
