@@ -96,7 +96,7 @@ inst_doc = $(DESTDIR)$(PREFIX)/share/doc/cprof
 # What `make install` puts in share/doc/cprof/ (paths kept, so that README.md's links work),
 # and the manual pages: cprof-stats.1 is made from cprof-stats' own option table.
 DOCS := README.md LICENSE CHANGELOG.md $(sort $(wildcard docs/*.md))
-MANS := build/man/cprof-stats.1 man/cprof.3
+MANS := build/man/man1/cprof-stats.1 build/man/man3/cprof.3
 
 # The environment that makes an interpreter use this checkout: lua/ for Lua modules,
 # build/<variant>/ for C modules, bin/ for the tools.  `;;` keeps Lua's default paths.
@@ -127,7 +127,7 @@ DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
 .PHONY: all deps test spec spec-memory spec-public check-install check-includes demo install uninstall \
         env asan valgrind bench bench-alloc ctest rockspecs clean help FORCE
 
-all: build/$(LUA)/cprof/core.so
+all: build/$(LUA)/cprof/core.so $(MANS)
 
 help:
 	@echo 'make                  build build/$(LUA)/cprof/core.so (LUA=lua5.4 or LUA=luajit)'
@@ -429,11 +429,17 @@ env:
 	@echo "export LUA_PATH='$(INPLACE_LUA_PATH)'"
 	@echo "export LUA_CPATH='$(call inplace_cpath,luajit)'"
 	@echo "export PATH='$(CURDIR)/bin':\"\$$PATH\""
+	@echo "export MANPATH='$(CURDIR)/build/man':\"\$${MANPATH:-}\""
 
-# The manual page of cprof-stats, from the tables --help is made of (tools/mkman.lua).
-build/man/cprof-stats.1: tools/mkman.lua lua/cprof/cli.lua lua/cprof/version.lua | $(DEPS_FIRST)
+# The manual pages, laid out as a man directory so that `make -s env`'s MANPATH finds them in a
+# checkout: cprof-stats.1 from the tables --help is made of (tools/mkman.lua), cprof.3 as written.
+build/man/man1/cprof-stats.1: tools/mkman.lua lua/cprof/cli.lua lua/cprof/version.lua | $(DEPS_FIRST)
 	@mkdir -p $(@D)
 	@$(call inplace_env,$(LUA)) $(LUA_CMD) tools/mkman.lua > $@.tmp && mv -f $@.tmp $@
+
+build/man/man3/cprof.3: man/cprof.3
+	@mkdir -p $(@D)
+	@cp $< $@
 
 # LuaRocks configured for LuaJIT (lua_version 5.1) needs a rock that depends on LuaJIT rather
 # than on Lua 5.4: the same rockspec with its package name and its Lua dependency changed.
@@ -454,7 +460,7 @@ rockspecs: build/rockspec/cprof-luajit-scm-1.rockspec
 # bin/ scripts are installed with the interpreter of this build in their #! line; they find the
 # modules installed next to them.  Last, tools/install-env.sh says whether Lua finds cprof
 # under PREFIX by default, or prints the lines that make it.
-install: all build/man/cprof-stats.1
+install: all
 	$(INSTALL) -d '$(inst_lua)/cprof' '$(inst_lib)/cprof' '$(inst_inc)' '$(inst_bin)' \
 	  '$(inst_man)/man1' '$(inst_man)/man3' '$(inst_doc)/docs'
 	@set -e; for f in $$(find lua/cprof -name '*.lua' | sort); do \
@@ -471,8 +477,8 @@ install: all build/man/cprof-stats.1
 	  chmod 755 '$(inst_bin)/'"$${f#bin/}.tmp"; \
 	  mv -f '$(inst_bin)/'"$${f#bin/}.tmp" '$(inst_bin)/'"$${f#bin/}"; \
 	done
-	$(INSTALL) -m 644 build/man/cprof-stats.1 '$(inst_man)/man1/cprof-stats.1'
-	$(INSTALL) -m 644 man/cprof.3 '$(inst_man)/man3/cprof.3'
+	$(INSTALL) -m 644 build/man/man1/cprof-stats.1 '$(inst_man)/man1/cprof-stats.1'
+	$(INSTALL) -m 644 build/man/man3/cprof.3 '$(inst_man)/man3/cprof.3'
 	@set -e; for f in $(DOCS); do \
 	  echo "$(INSTALL) -D -m 644 $$f '$(inst_doc)/'$$f"; \
 	  $(INSTALL) -D -m 644 "$$f" '$(inst_doc)/'"$$f"; \

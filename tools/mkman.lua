@@ -2,7 +2,7 @@
 -- the tables of cprof.cli that `cprof-stats --help` is made of, so that the page and the help
 -- never disagree and an option added there is documented here too.
 --
---   lua5.4 tools/mkman.lua > build/man/cprof-stats.1      (make does this; make install installs it)
+--   lua5.4 tools/mkman.lua > build/man/man1/cprof-stats.1  (make does this; make install installs it)
 
 local cli = require "cprof.cli"
 local version = require "cprof.version"
