@@ -3,7 +3,9 @@
 -- Each node of the call tree is a box as wide as its inclusive value, on top of its caller
 -- (or, with opts.icicle, below it).  Colours say the kind of function: Lua functions in warm
 -- colours, one hue per file; C functions in blues; main chunks in greens.  A title, the
--- weight and its unit, and a legend head the picture.  In a browser (the script inside):
+-- weight and its unit, and a legend head the picture.  Names are written as
+-- sanitize.display shows them (a U+202E cannot reverse a label).  In a browser (the script
+-- inside):
 --   * a click on a box zooms on it (its callers stay, faded, as the path to it); "Reset Zoom"
 --     or a click on the background goes back;
 --   * "Search" (or Ctrl-F) asks for a regular expression, paints the boxes whose full name
@@ -36,12 +38,14 @@ M.diff = true
 
 local floor, abs, sformat, concat, tostring = math.floor, math.abs, string.format, table.concat,
   tostring
-local sbyte, sgsub = string.byte, string.gsub
+local sbyte, sgsub, display = string.byte, string.gsub, sanitize.display
 
 local FRAME_H, FONT, CHAR_W, XPAD = 16, 12, 0.59, 10
 local TOP, BOTTOM = 78, 34
 
--- Text for XML: escaped, valid UTF-8, no control characters (XML 1.0 forbids them).
+-- Text for XML: escaped, valid UTF-8, no control characters (XML 1.0 forbids them; names
+-- come through sanitize.display first, which escapes them readably, so only the line breaks
+-- of tooltips remain to keep).
 local XML = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" }
 local function xml(s)
   s = sanitize.utf8(tostring(s))
@@ -367,9 +371,9 @@ function M.write(m, sink, opts, weight, base)
   w.put("<script type=\"text/ecmascript\"><![CDATA[\n" .. SCRIPT .. "]]></script>\n")
   w.put(sformat('<rect id="background" x="0" y="0" width="%d" height="%d" fill="url(#bg)"/>\n',
     width, height))
-  w.put(sformat('<text id="title" x="%d" y="24">%s</text>\n', floor(width / 2), xml(title)))
+  w.put(sformat('<text id="title" x="%d" y="24">%s</text>\n', floor(width / 2), xml(display(title))))
   w.put(sformat('<text id="subtitle" x="%d" y="42">%s</text>\n', floor(width / 2),
-    xml(concat(sub, " \194\183 "))))
+    xml(display(concat(sub, " \194\183 ")))))
   w.put(sformat('<text id="unzoom" class="button hide" x="%d" y="24">Reset Zoom</text>\n', XPAD))
   w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end">Search</text>\n',
     width - XPAD))
@@ -400,8 +404,8 @@ function M.write(m, sink, opts, weight, base)
       fill = MERGED_FILL
     else
       local f = frame[k]
-      name, label = m:name(f), m:label(f)
-      local where = F.kind[f] == "C" and "C function" or (tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
+      name, label = display(m:name(f)), display(m:label(f))
+      local where = F.kind[f] == "C" and "C function" or display(tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
       info = sformat("%s\n%s\n%s calls\n%s (%.2f%%), self %s", label, where, grouped(N.ncalls[k]),
         fmt(incl[k]), share, fmt(self_w[k]))
       if base then
