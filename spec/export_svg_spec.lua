@@ -68,13 +68,20 @@ describe("svg export", function()
     assert.same({ 10, 1062, 2 }, { work.x, work.width, work.depth })
     assert.same({ 10, 708, 3 }, { fib.x, fib.width, fib.depth })
     assert.same({ 718, 118, 3 }, { rep.x, rep.width, rep.depth })
-    assert.equal("main.lua:10(fib)\nmain.lua:10\n9 calls\n60.000 ms (60.00%), self 60.000 ms", fib.info)
     -- flame: the root at the bottom
     assert.is_true(main.y > work.y and work.y > fib.y)
     assert.equal(work.y, main.y - 16)
     -- colours: Lua warm (a hue per file), C blue
     assert.is_true(hue(fib.fill) < 50 and hue(rep.fill) >= 195)
     assert.equal(hue(main.fill), hue(fib.fill))
+  end)
+
+  it("says calls and allocations in the singular for one", function()
+    local b = boxes(X.export("svg", X.sample()))
+    assert.equal("main.lua:10(fib)\nmain.lua:10\n9 calls\n60.000 ms (60.00%), self 60.000 ms", find(b, "fib").info)
+    assert.equal("main.lua:1(main)\nmain.lua:1\n1 call\n100.000 ms (100.00%), self 10.000 ms", find(b, "main").info)
+    b = boxes(X.export("svg", X.sample(), { weight = "calls" }))
+    assert.equal("main.lua:1(main)\nmain.lua:1\n1 call\n13 calls (100.00%), self 1 call", find(b, "main").info)
   end)
 
   it("draws icicles top-down, other weights, main chunks in green", function()
@@ -106,12 +113,12 @@ describe("svg export", function()
     local drawn = 0
     for _, box in ipairs(b) do
       assert.is_true(box.width >= 1 - 1e-9)
-      if box.name ~= "" and not box.name:find(" frames$") then drawn = drawn + 1 end
+      if box.label ~= "" then drawn = drawn + 1 end
     end
     -- every node is drawn or merged
     local grey = 0
     for _, box in ipairs(b) do
-      if box.fill == "rgb(190,190,190)" then grey = grey + tonumber((box.name:gsub(",", ""):match("^(%d+)"))) end
+      if box.fill == "rgb(190,190,190)" then grey = grey + tonumber((box.name:gsub(",", ""):match("^(%d+) frames?$"))) end
     end
     assert.is_true(drawn + result.merged == 50000, drawn .. " + " .. result.merged)
     assert.is_true(grey <= result.merged)
@@ -120,7 +127,7 @@ describe("svg export", function()
   it("draws a differential flame graph: red grew, blue shrank, new paths said so", function()
     local svg = X.export("svg", X.changed(), { base = X.sample() })
     assert.matches("Differential flame graph", svg, 1, true)
-    assert.matches("1 paths only in the base not shown", svg, 1, true)
+    assert.matches("1 path only in the base not shown", svg, 1, true)
     local b = boxes(svg)
     local fib, log, main = find(b, "fib"), find(b, "log"), find(b, "main")
     assert.equal("rgb(255,0,0)", fib.fill)            -- the largest change: +20 ms

@@ -60,6 +60,11 @@ local function grouped(n)
   return head .. digits
 end
 
+-- "1 call", "2 calls".
+local function count(n, noun)
+  return grouped(n) .. " " .. noun .. (n == 1 and "" or "s")
+end
+
 local function seconds(x)
   local a = abs(x)
   if a >= 1 then return sformat("%.3f s", x) end
@@ -79,9 +84,9 @@ end
 -- A value of each weight as people read it: "12.345 ms", "1,234 calls", "1.50 MiB".
 local FORMAT = {
   time = seconds,
-  calls = function(x) return grouped(x) .. " calls" end,
+  calls = function(x) return count(x, "call") end,
   alloc = bytes,
-  allocs = function(x) return grouped(x) .. " allocations" end,
+  allocs = function(x) return count(x, "allocation") end,
   live = bytes,
 }
 
@@ -217,7 +222,7 @@ function search(term) {
     else if (s[1] > end) { total += s[1] - end; end = s[1]; }
   });
   var pct = 100 * total / (W - 2 * XPAD);
-  matched.textContent = "Matched: " + pct.toFixed(2) + "% (" + spans.length + " frames)";
+  matched.textContent = "Matched: " + pct.toFixed(2) + "% (" + spans.length + (spans.length === 1 ? " frame)" : " frames)");
   matched.setAttribute("data-share", pct.toFixed(4));
   searchbtn.textContent = "Reset Search"; searchbtn.classList.add("on");
 }
@@ -349,13 +354,13 @@ function M.write(m, sink, opts, weight, base)
     sub[#sub + 1] = "only paths through " .. concat(opts.patterns, " or ")
   end
   if opts.hide and #opts.hide > 0 then sub[#sub + 1] = "hidden: " .. concat(opts.hide, ", ") end
-  sub[#sub + 1] = grouped(m.n) .. " nodes"
+  sub[#sub + 1] = count(m.n, "node")
   if merged > 0 then
-    sub[#sub + 1] = grouped(merged) .. " frames narrower than " .. tostring(minw) .. " px merged"
+    sub[#sub + 1] = count(merged, "frame") .. " narrower than " .. tostring(minw) .. " px merged"
   end
   if base then
     sub[#sub + 1] = "red grew, blue shrank against the base"
-    if base_only > 0 then sub[#sub + 1] = grouped(base_only) .. " paths only in the base not shown" end
+    if base_only > 0 then sub[#sub + 1] = count(base_only, "path") .. " only in the base not shown" end
   end
 
   w.put('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n')
@@ -397,16 +402,15 @@ function M.write(m, sink, opts, weight, base)
     local name, label, info, fill
     local share = total > 0 and 100 * B.w[i] / total or 0
     if k == 0 then
-      name = grouped(B.count[i]) .. " frames"
+      name = count(B.count[i], "frame")
       label = ""
-      info = sformat("%s frames narrower than %s px, merged\n%s (%.2f%%)", grouped(B.count[i]),
-        tostring(minw), fmt(B.w[i]), share)
+      info = sformat("%s narrower than %s px, merged\n%s (%.2f%%)", name, tostring(minw), fmt(B.w[i]), share)
       fill = MERGED_FILL
     else
       local f = frame[k]
       name, label = display(m:name(f)), display(m:label(f))
       local where = F.kind[f] == "C" and "C function" or display(tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
-      info = sformat("%s\n%s\n%s calls\n%s (%.2f%%), self %s", label, where, grouped(N.ncalls[k]),
+      info = sformat("%s\n%s\n%s\n%s (%.2f%%), self %s", label, where, count(N.ncalls[k], "call"),
         fmt(incl[k]), share, fmt(self_w[k]))
       if base then
         local j = to_base[k]
