@@ -48,7 +48,46 @@ local function find(list, name)
   for _, b in ipairs(list) do if b.name == name then return b end end
 end
 
-local function hue(fill) return tonumber(fill:match("^hsl%((%d+),")) end
+local function hue(fill) return tonumber(fill:match("^hsl%((%-?%d+),")) end
+
+-- A fill's red, green and blue in [0, 1]: rgb(r,g,b) or hsl(h,s%,l%).
+local function rgb(fill)
+  local r, g, b = fill:match("^rgb%((%d+),(%d+),(%d+)%)$")
+  if r then return r / 255, g / 255, b / 255 end
+  local h, s, l = fill:match("^hsl%((%-?%d+),(%d+)%%,(%d+)%%%)$")
+  assert(h, "not a fill: " .. fill)
+  h, s, l = (h % 360) / 60, s / 100, l / 100
+  local c = (1 - math.abs(2 * l - 1)) * s
+  local x = c * (1 - math.abs(h % 2 - 1))
+  local sector = ({ { c, x, 0 }, { x, c, 0 }, { 0, c, x }, { 0, x, c }, { x, 0, c }, { c, 0, x } })[math.floor(h) + 1]
+  local m = l - c / 2
+  return sector[1] + m, sector[2] + m, sector[3] + m
+end
+
+-- The contrast ratio of black text on `fill` (WCAG 2's formula).
+local function contrast(fill)
+  local function linear(v) return v <= 0.04045 and v / 12.92 or ((v + 0.055) / 1.055) ^ 2.4 end
+  local r, g, b = rgb(fill)
+  return (0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b) + 0.05) / 0.05
+end
+
+-- Functions f1 ... fn of gen.lua, each with 1 ms of its own time: called one by the other
+-- (a chain n deep), or with `flat` all by f1.
+local function generated(n, flat)
+  local d = X.sample()
+  local F = { n = n, kind = {}, file = {}, line = {}, lastline = {}, name = {}, ncalls = {}, pcalls = {},
+              tottime = {}, cumtime = {} }
+  local N = { n = n, parent = {}, frame = {}, ncalls = {}, pcalls = {}, tottime = {}, cumtime = {} }
+  for i = 1, n do
+    local cum = (i == 1 and n or flat and 1 or n - i + 1) * 0.001
+    F.kind[i], F.file[i], F.line[i], F.lastline[i], F.name[i] = "Lua", "gen.lua", i, i, "f" .. i
+    F.ncalls[i], F.pcalls[i], F.tottime[i], F.cumtime[i] = 1, 1, 0.001, cum
+    N.parent[i], N.frame[i] = flat and i > 1 and 1 or i - 1, i
+    N.ncalls[i], N.pcalls[i], N.tottime[i], N.cumtime[i] = 1, 1, 0.001, cum
+  end
+  d.frames, d.edges, d.nodes = F, { n = 0 }, N
+  return d
+end
 
 describe("svg export", function()
   if not python then
@@ -71,9 +110,6 @@ describe("svg export", function()
     -- flame: the root at the bottom
     assert.is_true(main.y > work.y and work.y > fib.y)
     assert.equal(work.y, main.y - 16)
-    -- colours: Lua warm (a hue per file), C blue
-    assert.is_true(hue(fib.fill) < 50 and hue(rep.fill) >= 195)
-    assert.equal(hue(main.fill), hue(fib.fill))
   end)
 
   it("says calls and allocations in the singular for one", function()
@@ -82,6 +118,58 @@ describe("svg export", function()
     assert.equal("main.lua:1(main)\nmain.lua:1\n1 call\n100.000 ms (100.00%), self 10.000 ms", find(b, "main").info)
     b = boxes(X.export("svg", X.sample(), { weight = "calls" }))
     assert.equal("main.lua:1(main)\nmain.lua:1\n1 call\n13 calls (100.00%), self 1 call", find(b, "main").info)
+  end)
+
+  it("colours Lua warm with a hue family per file and a shade per function, C blue, the same on every Lua", function()
+    local b = boxes(X.export("svg", X.sample()))
+    local main, work, fib, rep = find(b, "main"), find(b, "work"), find(b, "fib"), find(b, "string.rep")
+    assert.is_true(hue(rep.fill) >= 190 and hue(rep.fill) <= 232)
+    local fills = {}
+    for _, f in ipairs({ main, work, fib }) do
+      local h = hue(f.fill)
+      assert.is_true(h <= 56 or h >= 352, f.fill)   -- red to amber
+      assert.is_nil(fills[f.fill], f.fill)          -- three functions of main.lua, three colours
+      fills[f.fill] = true
+    end
+    -- a hash of the names, no random numbers: these on Lua 5.4 and LuaJIT, run after run
+    assert.same({ "hsl(23,78%,61%)", "hsl(29,78%,71%)", "hsl(23,78%,66%)", "hsl(232,45%,77%)" },
+      { main.fill, work.fill, fib.fill, rep.fill })
+    -- 60 functions of one file: shades chosen by a hash of the name among 75 (as many as the
+    -- eye tells apart in one hue family), so most have a fill of their own, all within the
+    -- file's family (its hue, 12 degrees either side)
+    local fills, lo, hi = {}, 360, -360
+    for _, f in ipairs(boxes(X.export("svg", generated(61, true)))) do
+      if f.depth == 2 then
+        fills[f.fill] = true
+        local h = hue(f.fill)
+        h = h > 180 and h - 360 or h
+        lo, hi = math.min(lo, h), math.max(hi, h)
+      end
+    end
+    local distinct = 0
+    for _ in pairs(fills) do distinct = distinct + 1 end
+    assert.is_true(distinct >= 40, distinct .. " fills for 60 functions")
+    assert.is_true(hi - lo <= 24, "hues " .. lo .. " to " .. hi)
+    -- a generated program's f1, f2, ... f20000 in one file: never two neighbours alike
+    local palette = require "cprof.export.palette"
+    for i = 1, 19999 do
+      assert(palette.frame("Lua", "gen.lua", "f" .. i) ~= palette.frame("Lua", "gen.lua", "f" .. i + 1), i)
+    end
+  end)
+
+  it("keeps black labels readable on every fill: a contrast of 4.5 or more", function()
+    local graphs = { (X.export("svg", X.big(3000, 300))), (X.export("svg", X.with_coroutine())),
+                     (X.export("svg", X.sample(true), { weight = "alloc" })) }
+    local seen = 0
+    for _, svg in ipairs(graphs) do
+      local doc = parse(svg)
+      for _, f in ipairs(doc.frames) do
+        assert.is_true(contrast(f.fill) >= 4.5, f.fill .. ": " .. contrast(f.fill))
+        seen = seen + 1
+      end
+      for _, l in ipairs(doc.legend) do assert.is_true(contrast(l.fill) >= 4.5, l.fill) end
+    end
+    assert.is_true(seen > 100)
   end)
 
   it("draws icicles top-down, other weights, main chunks in green", function()
@@ -93,7 +181,7 @@ describe("svg export", function()
     assert.equal(78, root.y)
     assert.is_true(find(b, "gen").y > root.y)
     local h = hue(root.fill)
-    assert.is_true(h >= 95 and h < 130)
+    assert.is_true(h >= 90 and h < 130)
     svg = X.export("svg", X.sample(true), { weight = "alloc" })
     assert.matches("allocated bytes %(15%.6[23] KiB in all%)", svg) -- 15.625: LuaJIT rounds up
   end)

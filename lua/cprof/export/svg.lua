@@ -1,9 +1,10 @@
 --- cprof.export.svg: a flame graph as one self-contained SVG file (no other tool, no network).
 --
 -- Each node of the call tree is a box as wide as its inclusive value, on top of its caller
--- (or, with opts.icicle, below it).  Colours say the kind of function: Lua functions in warm
--- colours, one hue per file; C functions in blues; main chunks in greens.  A title, the
--- weight and its unit, and a legend head the picture.  Names are written as
+-- (or, with opts.icicle, below it).  Colours say the kind of function (cprof.export.palette):
+-- Lua functions in warm colours, a hue family per file and a shade per function; C functions
+-- in blues; main chunks in greens.  A title, the weight and its unit, and a legend head the
+-- picture.  Names are written as
 -- sanitize.display shows them (a U+202E cannot reverse a label).  In a browser (the script
 -- inside):
 --   * a click on a box zooms on it (its callers stay, faded, as the path to it); "Reset Zoom"
@@ -32,13 +33,14 @@ local M = {}
 local export = require("cprof.export")
 local model_mod = require("cprof.export.model")
 local sanitize = require("cprof.sanitize")
+local palette = require("cprof.export.palette")
 
 M.restricts = true
 M.diff = true
 
 local floor, abs, sformat, concat, tostring = math.floor, math.abs, string.format, table.concat,
   tostring
-local sbyte, sgsub, display = string.byte, string.gsub, sanitize.display
+local sgsub, display = string.gsub, sanitize.display
 
 local FRAME_H, FONT, CHAR_W, XPAD = 16, 12, 0.59, 10
 local TOP, BOTTOM = 78, 34
@@ -89,28 +91,6 @@ local FORMAT = {
   allocs = function(x) return count(x, "allocation") end,
   live = bytes,
 }
-
--- A hash of a string in [0, 1), the same on every run and every Lua.
-local function hash(s)
-  local h = 0
-  for i = 1, #s do h = (h * 31 + sbyte(s, i)) % 1000003 end
-  return h / 1000003
-end
-
--- The fill of frame f: warm for Lua functions (a hue per file), blue for C, green for main
--- chunks; the name varies the shade a little so that neighbours stay apart.
-local function colour(F, f)
-  local kind, name = F.kind[f], tostring(F.name[f])
-  local v = hash(name)
-  if kind == "C" then
-    return sformat("hsl(%d,55%%,%d%%)", 195 + floor(v * 30), 62 + floor(v * 12))
-  elseif kind == "main" then
-    return sformat("hsl(%d,50%%,%d%%)", 95 + floor(hash(tostring(F.file[f])) * 35), 55 + floor(v * 10))
-  end
-  return sformat("hsl(%d,80%%,%d%%)", floor(hash(tostring(F.file[f])) * 50), 56 + floor(v * 12))
-end
-
-local MERGED_FILL = "rgb(190,190,190)"
 
 -- Differential colour: red for growth, blue for shrinkage, by the change's share of the
 -- largest change.
@@ -383,10 +363,8 @@ function M.write(m, sink, opts, weight, base)
   w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end">Search</text>\n',
     width - XPAD))
   if not base then
-    local legend = { { "hsl(25,80%,62%)", "Lua (a hue per file)" }, { "hsl(205,55%,66%)", "C" },
-                     { "hsl(110,50%,58%)", "main chunk" }, { MERGED_FILL, "merged narrow frames" } }
     local x = XPAD
-    for _, l in ipairs(legend) do
+    for _, l in ipairs(palette.LEGEND) do
       w.put(sformat('<rect x="%d" y="52" width="12" height="12" fill="%s"/><text x="%d" y="62"'
         .. ' font-size="12">%s</text>\n', x, l[1], x + 16, xml(l[2])))
       x = x + 30 + floor(#l[2] * 6.6 + 0.5)
@@ -405,10 +383,11 @@ function M.write(m, sink, opts, weight, base)
       name = count(B.count[i], "frame")
       label = ""
       info = sformat("%s narrower than %s px, merged\n%s (%.2f%%)", name, tostring(minw), fmt(B.w[i]), share)
-      fill = MERGED_FILL
+      fill = palette.MERGED
     else
       local f = frame[k]
-      name, label = display(m:name(f)), display(m:label(f))
+      local short = m:name(f)
+      name, label = display(short), display(m:label(f))
       local where = F.kind[f] == "C" and "C function" or display(tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
       info = sformat("%s\n%s\n%s\n%s (%.2f%%), self %s", label, where, count(N.ncalls[k], "call"),
         fmt(incl[k]), share, fmt(self_w[k]))
@@ -424,7 +403,7 @@ function M.write(m, sink, opts, weight, base)
         end
         fill = diff_colour(dlt, maxdelta)
       else
-        fill = colour(F, f)
+        fill = palette.frame(F.kind[f], F.file[f], short)
       end
     end
     local y = y_of(d)

@@ -1,0 +1,68 @@
+--- cprof.export.palette: the colours of cprof's flame graphs (the svg export; one source for
+--- any other page that draws these graphs).
+--
+--   palette.frame(kind, file, name)   a function's fill: Lua functions in warm colours, a hue
+--                                     family per file and a shade per function; C functions
+--                                     in blues, main chunks in greens; the same on every run
+--                                     and every Lua (a hash of the names, no random numbers)
+--   palette.MERGED, palette.LEGEND    merged narrow frames' fill; the legend's swatches
+--
+-- Every fill here keeps black labels readable: its contrast ratio against black is at least
+-- 4.5 (WCAG's AA for text), which spec/export_svg_spec.lua checks.
+
+local _ENV = require("cprof.env")()
+
+local M = {}
+
+local floor, sformat, sbyte = math.floor, string.format, string.byte
+
+-- A hash of a string in [0, 1000003), the same on every Lua (integers or doubles alike);
+-- another `base` gives another hash, independent enough for another of a colour's parts.
+local function hash(s, base)
+  local h = 0
+  for i = 1, #s do h = (h * base + sbyte(s, i)) % 1000003 end
+  return h
+end
+
+-- A fraction in [0, 1) from a string.  Names whose hashes are close (f1, f2, f3 differ by 1)
+-- get fractions far apart: consecutive multiples of an irrational number spread over the
+-- interval (a Weyl sequence).
+local function fraction(s, base)
+  return (hash(s, base) * 0.6180339887498949) % 1
+end
+
+-- One of `list`, chosen by the string: a few steps far enough apart to be seen, rather than a
+-- continuous range where two functions often land a shade apart that nobody can tell.
+local function pick(list, s, base)
+  return list[floor(fraction(s, base) * #list) + 1]
+end
+
+-- The steps of a Lua function's shade: hue around its file's, saturation, lightness (75
+-- shades; in a file of 50 functions, most pairs differ by a visible step).
+local HUES, SATS, LIGHTS = { -12, -6, 0, 6, 12 }, { 60, 78, 96 }, { 56, 61, 66, 71, 76 }
+local C_HUES, C_SATS, C_LIGHTS = { 192, 202, 212, 222, 232 }, { 45, 57, 69 }, { 65, 71, 77 }
+
+local function hsl(h, s, l)
+  return sformat("hsl(%d,%d%%,%d%%)", h % 360, s, l)
+end
+
+--- The fill of a function of kind "Lua", "C" or "main", from file `file`, named `name`
+--- (a name that tells it apart from the file's other functions).
+function M.frame(kind, file, name)
+  name = tostring(name)
+  if kind == "C" then
+    return hsl(pick(C_HUES, name, 31), pick(C_SATS, name, 37), pick(C_LIGHTS, name, 41))
+  end
+  local family = fraction(tostring(file), 31)
+  if kind == "main" then return hsl(90 + floor(family * 40), 50, 58) end
+  -- the file's hue in 12..44 (orange to amber), its functions' up to 12 degrees either side
+  return hsl(12 + floor(family * 33) + pick(HUES, name, 31), pick(SATS, name, 37), pick(LIGHTS, name, 41))
+end
+
+M.MERGED = "rgb(190,190,190)"
+
+M.LEGEND = { { "hsl(25,80%,62%)", "Lua (a hue per file, a shade per function)" },
+             { "hsl(205,55%,70%)", "C" }, { "hsl(110,50%,58%)", "main chunk" },
+             { M.MERGED, "merged narrow frames" } }
+
+return M
