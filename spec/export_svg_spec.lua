@@ -1,6 +1,7 @@
 -- The SVG flame graph, read back by python3's XML parser: its boxes, colours, merging, diff
 -- colours, hostile names; then the demo's flame graph in headless Chromium (the real reader):
--- a click zooms, a search paints and measures, hovering shows the details.
+-- a click zooms, a search of function names (file names when asked) paints and measures,
+-- hovering shows the details.
 local S = require "spec.support"
 local X = require "spec.export_support"
 local cjson = require "cjson"
@@ -110,6 +111,10 @@ describe("svg export", function()
     -- flame: the root at the bottom
     assert.is_true(main.y > work.y and work.y > fib.y)
     assert.equal(work.y, main.y - 16)
+    -- the file:line a file search matches; none for C functions
+    assert.same({ "main.lua:10", "main.lua:10(fib)" }, { fib.where, fib.label })
+    assert.is_nil(rep.where)
+    assert.equal("{string.rep}", rep.label)
   end)
 
   it("says calls and allocations in the singular for one", function()
@@ -201,7 +206,7 @@ describe("svg export", function()
     local drawn = 0
     for _, box in ipairs(b) do
       assert.is_true(box.width >= 1 - 1e-9)
-      if box.label ~= "" then drawn = drawn + 1 end
+      if box.label then drawn = drawn + 1 end
     end
     -- every node is drawn or merged
     local grey = 0
@@ -244,6 +249,7 @@ describe("svg export", function()
     assert.matches("^main.lua:10%(fib\\u{202e}gnp.exe%)\nmain.lua:10\n9 calls\n", fib.info)
     local work = find(doc.frames, "work\\x1b]0;title\\x07\\r\\n")
     assert.equal("m\239\191\189in.lua:5(work\\x1b]0;title\\x07\\r\\n)", work.label)
+    assert.equal("m\239\191\189in.lua:5", work.where)
     assert.matches("^m\239\191\189in.lua:5%(work\\x1b%]0;title\\x07\\r\\n%)\nm\239\191\189in.lua:5\n", work.info)
     assert.equal("<script>alert('x')</script>&\"", find(doc.frames, "<script>alert('x')</script>&\"").name)
   end)
@@ -281,10 +287,8 @@ describe("the demo's flame graph in Chromium", function()
     end
     encode, encode_label = widest("json%.encode")
     decode = widest("json%.decode")
-    -- the search: that encode's full name, as a regular expression
-    local term = "^" .. encode_label:gsub("[%^%$%(%)%.%[%]%*%+%-%?{}|\\]", "\\%0") .. "$"
-    result = X.browser({ { kind = "svg", file = svg, click = encode, search = term,
-                           hover = decode } })[1]
+    result = X.browser({ { kind = "svg", file = svg, click = encode, search = "^json\\.encode$", hover = decode,
+                           queries = { "json", "file:json_demo", "file:^examples/json_demo\\.lua:168$", "(" } } })[1]
   end)
   lazy_teardown(function() S.remove_dir(dir) end)
 
@@ -331,9 +335,33 @@ describe("the demo's flame graph in Chromium", function()
     local got = tonumber(result.share)
     assert.is_true(got <= share + 1e-3 and got > share - 100 / 1180, result.share .. " ~= " .. share)
     assert.matches("^Matched: %d+%.%d%d%% %(" .. painted .. " frames?%)$", result.matched)
+    assert.matches("function names", result.help, 1, true)
+  end)
+
+  it("searches function names, and file names only after file:", function()
+    local by = {}
+    for _, q in ipairs(result.queries) do by[q.term] = q end
+    local frames = 0
+    for _, f in ipairs(result.before) do if f.label then frames = frames + 1 end end
+    -- json: json.encode, json.decode and what else has json in its own name; not every
+    -- function of json_demo.lua
+    local names = by.json.painted
+    assert.is_true(#names >= 2 and #names < frames / 4, #names .. " of " .. frames)
+    for _, label in ipairs(names) do
+      assert.matches("json", label:match("^{(.*)}$") or label:match("%(([^()]*)%)$"))
+    end
+    -- file:json_demo: every Lua function of that file, none of the C functions
+    assert.is_true(#by["file:json_demo"].painted > frames / 2)
+    for _, label in ipairs(by["file:json_demo"].painted) do assert.matches("^examples/json_demo%.lua:", label) end
+    for _, label in ipairs(by["file:^examples/json_demo\\.lua:168$"].painted) do
+      assert.equal(encode_label, label)
+    end
+    assert.is_true(#by["file:^examples/json_demo\\.lua:168$"].painted >= 1)
+    assert.same({}, by["("].painted)
+    assert.equal("Bad expression: (", by["("].matched)
   end)
 
   it("shows a frame's name, place, calls and share when the mouse is over it", function()
-    assert.matches("json_demo.lua:%d+%(json%.decode%)  ·  .*json_demo.lua:%d+  ·  %d+ calls  ·  ", result.details)
+    assert.matches("json_demo.lua:%d+%(json%.decode%)  ·  .*json_demo.lua:%d+  ·  %d+ calls?  ·  ", result.details)
   end)
 end)

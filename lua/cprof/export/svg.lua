@@ -9,9 +9,9 @@
 -- inside):
 --   * a click on a box zooms on it (its callers stay, faded, as the path to it); "Reset Zoom"
 --     or a click on the background goes back;
---   * "Search" (or Ctrl-F) asks for a regular expression, paints the boxes whose full name
---     (file:line(name)) matches it and prints their share of the total, counting nested
---     matches once; the page's ?s=TERM does it on load;
+--   * "Search" (or Ctrl-F) asks for a regular expression, paints the boxes whose function
+--     name matches it (with "file:" before it: whose file:line) and prints their share of the
+--     total, counting nested matches once; the page's ?s=TERM does it on load;
 --   * hovering a box shows its name, file:line, calls, value and share at the bottom (and as
 --     the box's tooltip).
 -- Boxes narrower than opts.minwidth pixels (default 1) are not drawn one by one: the small
@@ -127,6 +127,10 @@ function init() {
     g._d = +g.getAttribute("data-d"); g._name = g.getAttribute("data-n");
     g._label = g.getAttribute("data-l"); g._fill = r.getAttribute("fill");
     g._info = g.firstElementChild.textContent;
+    // what a search matches: the function's name (data-f where the short name shown adds
+    // a line or a file to it), or with "file:" its file:line; merged boxes have neither
+    g._fn = g._label === null ? null : g.getAttribute("data-f") || g._name;
+    g._file = g.getAttribute("data-w");
   });
   var box = document.getElementById("frames");
   box.addEventListener("click", function (e) { var g = frame(e.target); if (g) zoom(g); });
@@ -183,17 +187,21 @@ function reset() {
   unzoom.classList.add("hide");
 }
 function asksearch() {
-  var term = prompt("Search for a function (a regular expression, matched against file:line(name)):", "");
+  var term = prompt(searchbtn.firstElementChild.textContent, "");
   if (term) search(term);
 }
 function search(term) {
-  var re;
+  var field = "_fn", re;
+  if (term.slice(0, 5) === "file:") { field = "_file"; term = term.slice(5); }
   try { re = new RegExp(term); } catch (err) { matched.textContent = "Bad expression: " + term; return; }
   var spans = [];
   frames.forEach(function (f) {
     var r = f.firstElementChild.nextElementSibling;
-    if (re.test(f._label)) { r.setAttribute("fill", "rgb(230,0,230)"); f.classList.add("match"); spans.push([f._x, f._x + f._w]); }
-    else { r.setAttribute("fill", f._fill); f.classList.remove("match"); }
+    if (f[field] !== null && re.test(f[field])) {
+      r.setAttribute("fill", "rgb(230,0,230)"); f.classList.add("match"); spans.push([f._x, f._x + f._w]);
+    } else {
+      r.setAttribute("fill", f._fill); f.classList.remove("match");
+    }
   });
   spans.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });
   var total = 0, end = -Infinity;
@@ -204,14 +212,14 @@ function search(term) {
   var pct = 100 * total / (W - 2 * XPAD);
   matched.textContent = "Matched: " + pct.toFixed(2) + "% (" + spans.length + (spans.length === 1 ? " frame)" : " frames)");
   matched.setAttribute("data-share", pct.toFixed(4));
-  searchbtn.textContent = "Reset Search"; searchbtn.classList.add("on");
+  searchbtn.lastChild.textContent = "Reset Search"; searchbtn.classList.add("on");
 }
 function clearsearch() {
   frames.forEach(function (f) {
     f.firstElementChild.nextElementSibling.setAttribute("fill", f._fill); f.classList.remove("match");
   });
   matched.textContent = " "; matched.removeAttribute("data-share");
-  searchbtn.textContent = "Search"; searchbtn.classList.remove("on");
+  searchbtn.lastChild.textContent = "Search"; searchbtn.classList.remove("on");
 }
 ]]
 
@@ -280,6 +288,9 @@ local function layout(m, incl, scale, minw)
   end
   return B, maxdepth, merged
 end
+
+local SEARCH_HELP = "Search function names (a regular expression); file:EXPRESSION searches the"
+  .. " file:line of Lua functions instead. Ctrl-F searches too."
 
 function M.write(m, sink, opts, weight, base)
   m:need_tree("svg")
@@ -360,8 +371,8 @@ function M.write(m, sink, opts, weight, base)
   w.put(sformat('<text id="subtitle" x="%d" y="42">%s</text>\n', floor(width / 2),
     xml(display(concat(sub, " \194\183 ")))))
   w.put(sformat('<text id="unzoom" class="button hide" x="%d" y="24">Reset Zoom</text>\n', XPAD))
-  w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end">Search</text>\n',
-    width - XPAD))
+  w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end"><title>%s</title>'
+    .. 'Search</text>\n', width - XPAD, xml(SEARCH_HELP)))
   if not base then
     local x = XPAD
     for _, l in ipairs(palette.LEGEND) do
@@ -377,20 +388,22 @@ function M.write(m, sink, opts, weight, base)
   for i = 1, B.n do
     local k, d = B.node[i], B.d[i]
     local x, bw = XPAD + B.x[i] * scale, B.w[i] * scale
-    local name, label, info, fill
     local share = total > 0 and 100 * B.w[i] / total or 0
+    local name, attrs, info, fill
     if k == 0 then
       name = count(B.count[i], "frame")
-      label = ""
+      attrs = ""
       info = sformat("%s narrower than %s px, merged\n%s (%.2f%%)", name, tostring(minw), fmt(B.w[i]), share)
       fill = palette.MERGED
     else
       local f = frame[k]
-      local short = m:name(f)
-      name, label = display(short), display(m:label(f))
-      local where = F.kind[f] == "C" and "C function" or display(tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
-      info = sformat("%s\n%s\n%s\n%s (%.2f%%), self %s", label, where, count(N.ncalls[k], "call"),
-        fmt(incl[k]), share, fmt(self_w[k]))
+      local short, label, fname = m:name(f), display(m:label(f)), display(tostring(F.name[f]))
+      local where = F.kind[f] ~= "C" and display(tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
+      name = display(short)
+      attrs = (fname ~= name and sformat(' data-f="%s"', xml(fname)) or "")
+        .. sformat(' data-l="%s"', xml(label)) .. (where and sformat(' data-w="%s"', xml(where)) or "")
+      info = sformat("%s\n%s\n%s\n%s (%.2f%%), self %s", label, where or "C function",
+        count(N.ncalls[k], "call"), fmt(incl[k]), share, fmt(self_w[k]))
       if base then
         local j = to_base[k]
         local was = j and binc[j] or 0
@@ -407,10 +420,10 @@ function M.write(m, sink, opts, weight, base)
       end
     end
     local y = y_of(d)
-    w.put(sformat('<g data-d="%d" data-n="%s" data-l="%s"><title>%s</title>'
+    w.put(sformat('<g data-d="%d" data-n="%s"%s><title>%s</title>'
       .. '<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s" rx="2" ry="2"/>'
       .. '<text x="%.2f" y="%.1f">%s</text></g>\n',
-      d, xml(name), xml(label), xml(info), x, y, bw, FRAME_H - 1, fill, x + 3,
+      d, xml(name), attrs, xml(info), x, y, bw, FRAME_H - 1, fill, x + 3,
       y + FRAME_H - 4.5, xml(fit(name, bw))))
   end
   w.put("</g>\n</svg>\n")
