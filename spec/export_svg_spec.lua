@@ -1,7 +1,7 @@
 -- The SVG flame graph, read back by python3's XML parser: its boxes, colours, merging, diff
 -- colours, hostile names; then the demo's flame graph in headless Chromium (the real reader):
 -- a click zooms, a search of function names (file names when asked) paints and measures,
--- hovering shows the details.
+-- hovering shows the details; a deep graph opens at its root with its title bar in view.
 local S = require "spec.support"
 local X = require "spec.export_support"
 local cjson = require "cjson"
@@ -180,11 +180,13 @@ describe("svg export", function()
   it("draws icicles top-down, other weights, main chunks in green", function()
     local svg = X.export("svg", X.with_coroutine(), { icicle = true, weight = "calls", title = "T&<>" })
     assert.matches('>T&amp;&lt;&gt;</text>', svg, 1, true)
-    assert.matches("calls (8 calls in all)", svg, 1, true)
-    local b = boxes(svg)
-    local root = find(b, "<main chunk>")
+    local doc = parse(svg)
+    assert.equal("T&<>", doc.ids.title)
+    assert.equal("true", doc.attrs["data-icicle"])
+    assert.matches("calls (8 calls in all)", doc.ids.subtitle, 1, true)
+    local root = find(doc.frames, "<main chunk>")
     assert.equal(78, root.y)
-    assert.is_true(find(b, "gen").y > root.y)
+    assert.is_true(find(doc.frames, "gen").y > root.y)
     local h = hue(root.fill)
     assert.is_true(h >= 90 and h < 130)
     svg = X.export("svg", X.sample(true), { weight = "alloc" })
@@ -255,7 +257,7 @@ describe("svg export", function()
   end)
 end)
 
-describe("the demo's flame graph in Chromium", function()
+describe("flame graphs in Chromium", function()
   local node, why = X.reader("chromium")
   local env, ewhy = S.lua54_env(S.ROOT)
   if not node or not env or not python then
@@ -266,7 +268,7 @@ describe("the demo's flame graph in Chromium", function()
   end
   local dir = S.new_dir()
   local dump, svg = dir .. "/demo.prof", dir .. "/demo.svg"
-  local result, encode, decode, encode_label
+  local result, deep, icicle, encode, decode, encode_label
   lazy_setup(function()
     local _, err, status = S.capture(("cd %s && CPROF_OUT=%s CPROF_QUIET=1 CPROF_TIMER=counter %s -l cprof.auto"
       .. " examples/json_demo.lua 200 >/dev/null"):format(S.q(S.ROOT), S.q(dump), S.lua))
@@ -281,14 +283,24 @@ describe("the demo's flame graph in Chromium", function()
     local function widest(fn)
       local best
       for _, box in ipairs(boxes(S.read_file(svg))) do
-        if box.label and box.label:match("%(" .. fn .. "%)$") and (not best or box.width > best.width) then best = box end
+        if box.label and box.label:match("%(" .. fn .. "%)$") and (not best or box.width > best.width) then
+          best = box
+        end
       end
       return best.name, best.label
     end
     encode, encode_label = widest("json%.encode")
     decode = widest("json%.decode")
-    result = X.browser({ { kind = "svg", file = svg, click = encode, search = "^json\\.encode$", hover = decode,
-                           queries = { "json", "file:json_demo", "file:^examples/json_demo\\.lua:168$", "(" } } })[1]
+    -- a graph 400 levels deep (6,500 pixels high), as a flame and as an icicle
+    local flame_file, icicle_file = dir .. "/deep.svg", dir .. "/icicle.svg"
+    S.write_file(flame_file, (X.export("svg", generated(400))))
+    S.write_file(icicle_file, (X.export("svg", generated(400), { icicle = true })))
+    local results = X.browser({
+      { kind = "svg", file = svg, click = encode, search = "^json\\.encode$", hover = decode,
+        queries = { "json", "file:json_demo", "file:^examples/json_demo\\.lua:168$", "(" } },
+      { kind = "svg", file = flame_file, top = true },
+      { kind = "svg", file = icicle_file } })
+    result, deep, icicle = results[1], results[2], results[3]
   end)
   lazy_teardown(function() S.remove_dir(dir) end)
 
@@ -363,5 +375,24 @@ describe("the demo's flame graph in Chromium", function()
 
   it("shows a frame's name, place, calls and share when the mouse is over it", function()
     assert.matches("json_demo.lua:%d+%(json%.decode%)  ·  .*json_demo.lua:%d+  ·  %d+ calls?  ·  ", result.details)
+  end)
+
+  it("opens a deep flame graph at its root, the title bar and the details line in view", function()
+    assert.is_nil(deep.error)
+    assert.same({}, deep.errors)
+    local v = deep.view
+    assert.is_true(v.height > 6000 and v.innerHeight < 1000, v.height .. " " .. v.innerHeight)
+    assert.equal(v.height - v.innerHeight, v.scrollY)
+    assert.is_true(v.root.top >= 0 and v.root.bottom <= v.innerHeight, v.root.top .. " " .. v.root.bottom)
+    assert.equal(0, v.bar.top)
+    assert.is_true(v.foot.bottom <= v.innerHeight + 0.5)
+    -- scrolled to the top, the bar and the details line stay where the window is
+    v = deep.top
+    assert.same({ 0, 0 }, { v.scrollY, v.bar.top })
+    assert.is_true(math.abs(v.foot.bottom - v.innerHeight) < 0.5, v.foot.bottom .. " " .. v.innerHeight)
+    -- an icicle has its root at the top: it opens there
+    assert.same({}, icicle.errors)
+    assert.equal(0, icicle.view.scrollY)
+    assert.equal(78, icicle.view.root.top)
   end)
 end)

@@ -13,7 +13,9 @@
 --     name matches it (with "file:" before it: whose file:line) and prints their share of the
 --     total, counting nested matches once; the page's ?s=TERM does it on load;
 --   * hovering a box shows its name, file:line, calls, value and share at the bottom (and as
---     the box's tooltip).
+--     the box's tooltip);
+--   * a graph taller than the window opens scrolled to its root (a flame graph's bottom),
+--     the title bar and the details line kept in view as it scrolls.
 -- Boxes narrower than opts.minwidth pixels (default 1) are not drawn one by one: the small
 -- children of a box are merged into one grey box, and the subtitle says how many frames were
 -- merged, as flamegraph.pl drops its narrow frames.  So the file stays small and quick on trees
@@ -111,14 +113,15 @@ end
 
 local SCRIPT = [[
 "use strict";
-var svg, frames, details, matched, unzoom, searchbtn, W, XPAD, FONT, CHARW, zoomed = null;
+var svg, frames, details, matched, unzoom, searchbtn, bar, foot, W, H, XPAD, FONT, CHARW, zoomed = null;
 function init() {
   svg = document.documentElement;
   details = document.getElementById("details");
   matched = document.getElementById("matched");
   unzoom = document.getElementById("unzoom");
   searchbtn = document.getElementById("search");
-  W = +svg.getAttribute("width"); XPAD = +svg.getAttribute("data-xpad");
+  bar = document.getElementById("bar"); foot = document.getElementById("foot");
+  W = +svg.getAttribute("width"); H = +svg.getAttribute("height"); XPAD = +svg.getAttribute("data-xpad");
   FONT = +svg.getAttribute("data-font"); CHARW = +svg.getAttribute("data-charw");
   frames = Array.prototype.slice.call(document.getElementById("frames").children);
   frames.forEach(function (g) {
@@ -146,8 +149,20 @@ function init() {
   window.addEventListener("keydown", function (e) {
     if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); asksearch(); }
   });
+  // A flame graph is read from its root up: one taller than the window opens at the bottom,
+  // where the root is (an icicle's root is at the top, where a page opens anyway).
+  window.addEventListener("scroll", pin);
+  window.addEventListener("resize", pin);
+  if (svg.getAttribute("data-icicle") !== "true") window.scrollTo(0, H);
+  pin();
   var s = new URLSearchParams(location.search).get("s");
   if (s) search(s);
+}
+// The title bar and the details line stay in the window while a tall graph scrolls.
+function pin() {
+  var y = window.scrollY || 0;
+  bar.setAttribute("transform", "translate(0," + y + ")");
+  foot.setAttribute("transform", "translate(0," + Math.min(0, y + window.innerHeight - H) + ")");
 }
 function frame(n) {
   while (n && n !== svg) {
@@ -357,8 +372,9 @@ function M.write(m, sink, opts, weight, base)
   w.put('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n')
   w.put(sformat('<svg version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" onload="init(evt)"'
     .. ' xmlns="http://www.w3.org/2000/svg" data-xpad="%d" data-font="%d" data-charw="%s"'
-    .. ' data-total="%.17g" data-merged="%d" data-weight="%s">\n',
-    width, height, width, height, XPAD, FONT, tostring(CHAR_W), total, merged, weight))
+    .. ' data-total="%.17g" data-merged="%d" data-weight="%s" data-icicle="%s">\n',
+    width, height, width, height, XPAD, FONT, tostring(CHAR_W), total, merged, weight,
+    tostring(opts.icicle == true)))
   w.put("<!-- made by the svg export of cprof (docs/EXPORTS.md); the script is cprof's own -->\n")
   w.put("<defs><linearGradient id=\"bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
     .. "<stop stop-color=\"#eeeeee\" offset=\"5%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%\"/>"
@@ -367,12 +383,8 @@ function M.write(m, sink, opts, weight, base)
   w.put("<script type=\"text/ecmascript\"><![CDATA[\n" .. SCRIPT .. "]]></script>\n")
   w.put(sformat('<rect id="background" x="0" y="0" width="%d" height="%d" fill="url(#bg)"/>\n',
     width, height))
-  w.put(sformat('<text id="title" x="%d" y="24">%s</text>\n', floor(width / 2), xml(display(title))))
   w.put(sformat('<text id="subtitle" x="%d" y="42">%s</text>\n', floor(width / 2),
     xml(display(concat(sub, " \194\183 ")))))
-  w.put(sformat('<text id="unzoom" class="button hide" x="%d" y="24">Reset Zoom</text>\n', XPAD))
-  w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end"><title>%s</title>'
-    .. 'Search</text>\n', width - XPAD, xml(SEARCH_HELP)))
   if not base then
     local x = XPAD
     for _, l in ipairs(palette.LEGEND) do
@@ -381,8 +393,6 @@ function M.write(m, sink, opts, weight, base)
       x = x + 30 + floor(#l[2] * 6.6 + 0.5)
     end
   end
-  w.put(sformat('<text id="details" x="%d" y="%d"> </text>\n', XPAD, height - 12))
-  w.put(sformat('<text id="matched" x="%d" y="%d"> </text>\n', width - XPAD, height - 12))
 
   w.put('<g id="frames">\n')
   for i = 1, B.n do
@@ -426,7 +436,18 @@ function M.write(m, sink, opts, weight, base)
       d, xml(name), attrs, xml(info), x, y, bw, FRAME_H - 1, fill, x + 3,
       y + FRAME_H - 4.5, xml(fit(name, bw))))
   end
-  w.put("</g>\n</svg>\n")
+  w.put("</g>\n")
+  -- after the frames, so that they stay on top when a tall graph scrolls under them
+  w.put(sformat('<g id="bar"><rect x="0" y="0" width="%d" height="32" fill="#eeeeee"/>\n', width))
+  w.put(sformat('<text id="title" x="%d" y="24">%s</text>\n', floor(width / 2), xml(display(title))))
+  w.put(sformat('<text id="unzoom" class="button hide" x="%d" y="24">Reset Zoom</text>\n', XPAD))
+  w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end"><title>%s</title>'
+    .. 'Search</text></g>\n', width - XPAD, xml(SEARCH_HELP)))
+  w.put(sformat('<g id="foot"><rect x="0" y="%d" width="%d" height="30" fill="#eeeeb0"/>\n',
+    height - 30, width))
+  w.put(sformat('<text id="details" x="%d" y="%d"> </text>\n', XPAD, height - 12))
+  w.put(sformat('<text id="matched" x="%d" y="%d"> </text></g>\n', width - XPAD, height - 12))
+  w.put("</svg>\n")
   w.flush()
   return { format = "svg", boxes = B.n, merged = merged, depth = maxdepth }
 end
