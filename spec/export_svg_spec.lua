@@ -1,7 +1,8 @@
--- The SVG flame graph, read back by python3's XML parser: its boxes, colours, merging, diff
--- colours, hostile names; then the demo's flame graph in headless Chromium (the real reader):
--- a click zooms, a search of function names (file names when asked) paints and measures,
--- hovering shows the details; a deep graph opens at its root with its title bar in view.
+-- The SVG flame graph, read back by python3's XML parser: its boxes, tooltips, colours (a shade
+-- per function, labels readable on every fill), merging, diff colours and their noise
+-- threshold, hostile names; then in headless Chromium (the real reader): the demo's graph
+-- zooms on a click, searches function names (file names when asked) and measures, shows
+-- details on hover; a deep graph opens at its root with its title bar in view.
 local S = require "spec.support"
 local X = require "spec.export_support"
 local cjson = require "cjson"
@@ -90,6 +91,19 @@ local function generated(n, flat)
   return d
 end
 
+-- X.sample() with every time `factor` times as long and fib's `extra` seconds more: another
+-- run of the same program.
+local function rerun(factor, extra)
+  local d = X.sample()
+  for _, cols in ipairs({ d.frames, d.edges, d.nodes }) do
+    for i = 1, cols.n do cols.tottime[i], cols.cumtime[i] = cols.tottime[i] * factor, cols.cumtime[i] * factor end
+  end
+  d.frames.tottime[3], d.frames.cumtime[3] = d.frames.tottime[3] + extra, d.frames.cumtime[3] + extra
+  d.nodes.tottime[3] = d.nodes.tottime[3] + extra
+  for _, k in ipairs({ 1, 2, 3 }) do d.nodes.cumtime[k] = d.nodes.cumtime[k] + extra end
+  return d
+end
+
 describe("svg export", function()
   if not python then
     it("is read as XML", function() pending("python3 is not installed (make export-readers installs it)") end)
@@ -99,9 +113,10 @@ describe("svg export", function()
   it("draws a box per call path, as wide as its inclusive value, with a title and the weight", function()
     local svg = X.export("svg", X.sample())
     assert.matches('^<%?xml version="1.0" encoding="UTF%-8"', svg)
-    assert.matches('<text id="title" x="600" y="24">Flame graph: lua main.lua</text>', svg, 1, true)
-    assert.matches("time (100.000 ms in all)", svg, 1, true)
-    local b = boxes(svg)
+    local doc = parse(svg)
+    assert.equal("Flame graph: lua main.lua", doc.ids.title)
+    assert.matches("time (100.000 ms in all)", doc.ids.subtitle, 1, true)
+    local b = doc.frames
     assert.equal(4, #b)
     local main, work, fib, rep = find(b, "main"), find(b, "work"), find(b, "fib"), find(b, "string.rep")
     assert.same({ 10, 1180, 1 }, { main.x, main.width, main.depth })
@@ -164,7 +179,10 @@ describe("svg export", function()
 
   it("keeps black labels readable on every fill: a contrast of 4.5 or more", function()
     local graphs = { (X.export("svg", X.big(3000, 300))), (X.export("svg", X.with_coroutine())),
-                     (X.export("svg", X.sample(true), { weight = "alloc" })) }
+                     (X.export("svg", X.sample(true), { weight = "alloc" })),
+                     (X.export("svg", X.changed(), { base = X.sample() })),
+                     (X.export("svg", X.sample(), { base = X.changed() })),
+                     (X.export("svg", X.sample(), { base = X.changed(), normalize = false })) }
     local seen = 0
     for _, svg in ipairs(graphs) do
       local doc = parse(svg)
@@ -196,41 +214,82 @@ describe("svg export", function()
   it("stays small on a 50,000-node tree: frames narrower than a pixel merged and counted", function()
     local d = X.big(50000, 4000)
     local svg, result = X.export("svg", d)
-    local b = boxes(svg)
+    local doc = parse(svg)
+    local b = doc.frames
     assert.equal(result.boxes, #b)
     assert.is_true(#svg < 2e6, "the SVG is " .. #svg .. " bytes")
     assert.is_true(result.merged > 40000)
-    local merged = tonumber(svg:match('data%-merged="(%d+)"'))
-    assert.equal(result.merged, merged)
-    local text = svg:match('<text id="subtitle"[^>]*>(.-)</text>')
-    assert.matches("50,000 nodes", text, 1, true)
-    assert.matches(" frames narrower than 1 px merged", text, 1, true)
-    local drawn = 0
+    assert.equal(result.merged, tonumber(doc.attrs["data-merged"]))
+    assert.matches("50,000 nodes", doc.ids.subtitle, 1, true)
+    assert.matches(" frames narrower than 1 px merged", doc.ids.subtitle, 1, true)
+    local drawn, grey = 0, 0
     for _, box in ipairs(b) do
       assert.is_true(box.width >= 1 - 1e-9)
-      if box.label then drawn = drawn + 1 end
+      if box.label then
+        drawn = drawn + 1
+      else
+        assert.equal("rgb(190,190,190)", box.fill)
+        assert.is_nil(box.where)
+        grey = grey + tonumber((box.name:gsub(",", ""):match("^(%d+) frames?$")))
+      end
     end
     -- every node is drawn or merged
-    local grey = 0
-    for _, box in ipairs(b) do
-      if box.fill == "rgb(190,190,190)" then grey = grey + tonumber((box.name:gsub(",", ""):match("^(%d+) frames?$"))) end
-    end
     assert.is_true(drawn + result.merged == 50000, drawn .. " + " .. result.merged)
     assert.is_true(grey <= result.merged)
   end)
 
-  it("draws a differential flame graph: red grew, blue shrank, new paths said so", function()
-    local svg = X.export("svg", X.changed(), { base = X.sample() })
-    assert.matches("Differential flame graph", svg, 1, true)
-    assert.matches("1 path only in the base not shown", svg, 1, true)
-    local b = boxes(svg)
-    local fib, log, main = find(b, "fib"), find(b, "log"), find(b, "main")
-    assert.equal("rgb(255,0,0)", fib.fill)            -- the largest change: +20 ms
-    assert.matches("base 60.000 ms, change %+20.000 ms %(%+33.3%%%)", fib.info)
-    assert.matches("new: not in the base", log.info)
-    assert.equal("rgb(255,55,55)", main.fill)         -- +15 ms
-    svg = X.export("svg", X.sample(), { base = X.changed() })
-    assert.equal("rgb(0,0,255)", find(boxes(svg), "fib").fill)
+  it("draws a differential flame graph: the shares of each total compared, red grew, blue shrank", function()
+    local doc = parse(X.export("svg", X.changed(), { base = X.sample() }))
+    assert.equal("Differential flame graph: lua main.lua", doc.ids.title)
+    assert.matches("base 100.000 ms (this +15.0%) · shares of each total compared · 1 path only in the base not shown",
+      doc.ids.subtitle, 1, true)
+    local b = doc.frames
+    local fib, log, main, work = find(b, "fib"), find(b, "log"), find(b, "main"), find(b, "work")
+    -- fib: 60% of the base's total, 69.57% of this one's: the largest change, the deepest red
+    assert.equal("rgb(255,60,60)", fib.fill)
+    assert.matches("\nbase 60.000 ms, change +20.000 ms (+33.3%)\nshare of the total 60.00% in the base, 69.57% here",
+      fib.info, 1, true)
+    assert.matches("\nnew: not in the base$", log.info)
+    assert.equal("rgb(252,164,164)", log.fill)   -- 4.35 points of 9.57
+    assert.equal("rgb(250,250,250)", main.fill)  -- 100% of both totals: no change
+    assert.equal("rgb(251,222,222)", work.fill)  -- 1.30 points, above the default threshold
+    assert.same({ { "rgb(255,60,60)", "grew" }, { "rgb(80,130,255)", "shrank" },
+                  { "rgb(250,250,250)", "changed by less than 1% of the total" } },
+      { { doc.legend[1].fill, doc.legend[1].text }, { doc.legend[2].fill, doc.legend[2].text },
+        { doc.legend[3].fill, doc.legend[3].text } })
+    -- the other way, fib's share fell 9.57 points (string.rep's, new, rose by 10)
+    assert.equal("rgb(87,135,255)", find(boxes(X.export("svg", X.sample(), { base = X.changed() })), "fib").fill)
+    -- without normalizing, the 15 ms more of the root and of work are changes too
+    b = boxes(X.export("svg", X.changed(), { base = X.sample(), normalize = false }))
+    assert.equal("rgb(255,60,60)", find(b, "fib").fill)
+    assert.equal("rgb(254,107,107)", find(b, "main").fill)
+    assert.equal("rgb(254,107,107)", find(b, "work").fill)
+  end)
+
+  it("leaves white the changes under the threshold: a slower run of the same program is all white", function()
+    -- every time 1.2 times as long: as shares, nothing changed (the root's +20% is the subtitle's)
+    local doc = parse(X.export("svg", rerun(1.2, 0), { base = X.sample() }))
+    assert.matches("base 100.000 ms (this +20.0%)", doc.ids.subtitle, 1, true)
+    for _, f in ipairs(doc.frames) do assert.equal("rgb(250,250,250)", f.fill, f.name) end
+    -- and fib 1.2 ms slower: its share 60.40% against 60%, string.rep's and work's 0.10 points
+    -- off: all under the default threshold of 1%
+    local d = rerun(1.2, 0.0012)
+    for _, f in ipairs(boxes(X.export("svg", d, { base = X.sample() }))) do
+      assert.equal("rgb(250,250,250)", f.fill, f.name)
+    end
+    local b = boxes(X.export("svg", d, { base = X.sample(), threshold = 0.25 }))
+    assert.same({ "rgb(255,60,60)", "rgb(250,250,250)", "rgb(250,250,250)", "rgb(250,250,250)" },
+      { find(b, "fib").fill, find(b, "main").fill, find(b, "work").fill, find(b, "string.rep").fill })
+    b = boxes(X.export("svg", d, { base = X.sample(), threshold = 0.05 }))
+    assert.same({ "rgb(255,60,60)", "rgb(250,250,250)", "rgb(207,220,251)", "rgb(251,203,203)" },
+      { find(b, "fib").fill, find(b, "main").fill, find(b, "string.rep").fill, find(b, "work").fill })
+    assert.equal("rgb(250,250,250)", find(boxes(X.export("svg", d, { base = X.sample(), threshold = 0.5 })),
+      "fib").fill)
+    for _, bad in ipairs({ -1, 100, "2", 0 / 0 }) do
+      local ok, err = pcall(X.export, "svg", d, { base = X.sample(), threshold = bad })
+      assert.is_false(ok)
+      assert.matches("svg: threshold must be a percentage of at least 0 and under 100", tostring(err), 1, true)
+    end
   end)
 
   it("writes names as text that shows, never acts: escaped controls and bidi, U+FFFD, XML escapes", function()

@@ -4,9 +4,8 @@
 -- (or, with opts.icicle, below it).  Colours say the kind of function (cprof.export.palette):
 -- Lua functions in warm colours, a hue family per file and a shade per function; C functions
 -- in blues; main chunks in greens.  A title, the weight and its unit, and a legend head the
--- picture.  Names are written as
--- sanitize.display shows them (a U+202E cannot reverse a label).  In a browser (the script
--- inside):
+-- picture.  Names are written as sanitize.display shows them (a U+202E cannot reverse a
+-- label).  In a browser (the script inside):
 --   * a click on a box zooms on it (its callers stay, faded, as the path to it); "Reset Zoom"
 --     or a click on the background goes back;
 --   * "Search" (or Ctrl-F) asks for a regular expression, paints the boxes whose function
@@ -23,10 +22,13 @@
 --
 -- With opts.base (another profile) it is a differential flame graph, as difffolded.pl and
 -- flamegraph.pl draw one: widths from this profile, colour from the change of each box's
--- inclusive value against the same call path in the base: red grew, blue shrank, white did
--- not change, the deeper the colour the larger the change.
+-- inclusive value against the same call path in the base, the base first scaled to this
+-- total (difffolded.pl -n) unless opts.normalize is false: red grew, blue shrank, the deeper
+-- the colour the larger the change; a change under opts.threshold percent of the total
+-- (default palette.THRESHOLD) is noise and stays white.
 --
--- opts: title, icicle, width (pixels, default 1200), minwidth (pixels, default 1).
+-- opts: title, icicle, width (pixels, default 1200), minwidth (pixels, default 1), and with a
+-- base threshold and normalize.
 
 local _ENV = require("cprof.env")()
 
@@ -93,15 +95,6 @@ local FORMAT = {
   allocs = function(x) return count(x, "allocation") end,
   live = bytes,
 }
-
--- Differential colour: red for growth, blue for shrinkage, by the change's share of the
--- largest change.
-local function diff_colour(d, max)
-  if max == 0 or d == 0 then return "rgb(250,250,250)" end
-  local c = floor(220 * (1 - abs(d) / max) + 0.5)
-  if d > 0 then return sformat("rgb(255,%d,%d)", c, c) end
-  return sformat("rgb(%d,%d,255)", c, c)
-end
 
 -- The text that fits in a box `w` pixels wide (what the script does again on zoom).
 local function fit(name, w)
@@ -304,6 +297,53 @@ local function layout(m, incl, scale, minw)
   return B, maxdepth, merged
 end
 
+-- The numbers of a differential graph: the base's value of each node's path (binc[to_base[k]]),
+-- each node's change in percent of the total and the largest (palette.changes), the threshold,
+-- and how many of the base's paths this profile lacks.
+local function compare(m, base, incl, weight, opts)
+  base:need_tree("svg")
+  local threshold = opts.threshold or palette.THRESHOLD
+  if type(threshold) ~= "number" or not (threshold >= 0 and threshold < 100) then
+    model_mod.fail("svg: threshold must be a percentage of at least 0 and under 100")
+  end
+  local D = { threshold = threshold, normalize = opts.normalize ~= false, base_only = 0 }
+  D.binc = base:inclusive(base:restrict(base:weight(weight), opts.patterns))
+  local matched
+  D.to_base, matched = m:align(base)
+  D.pct, D.max = palette.changes(m.n, incl, D.binc, D.to_base, D.normalize)
+  for j = 1, base.n do
+    if not matched[j] and D.binc[j] > 0 and (base.parent[j] == 0 or matched[base.parent[j]]) then
+      D.base_only = D.base_only + 1
+    end
+  end
+  return D
+end
+
+-- A node's tooltip lines on its change against the base.
+local function change_info(D, k, incl, fmt)
+  local j = D.to_base[k]
+  if not j then return "\nnew: not in the base" end
+  local was, btotal = D.binc[j], D.binc[0]
+  local dlt = incl[k] - was
+  local info = sformat("\nbase %s, change %s%s%s", fmt(was), dlt >= 0 and "+" or "-", fmt(abs(dlt)),
+    was ~= 0 and sformat(" (%+.1f%%)", 100 * dlt / was) or "")
+  if D.normalize and incl[0] > 0 and btotal > 0 then
+    info = info .. sformat("\nshare of the total %.2f%% in the base, %.2f%% here", 100 * was / btotal,
+      100 * incl[k] / incl[0])
+  end
+  return info
+end
+
+-- Swatches and their words in a row at the top left.
+local function legend(w, items)
+  local x = XPAD
+  for _, l in ipairs(items) do
+    w.put(sformat('<rect x="%d" y="52" width="12" height="12" fill="%s"/><text x="%d" y="62"'
+      .. ' font-size="12">%s</text>\n', x, l[1], x + 16, xml(l[2])))
+    x = x + 30 + floor(#l[2] * 6.6 + 0.5)
+  end
+end
+
 local SEARCH_HELP = "Search function names (a regular expression); file:EXPRESSION searches the"
   .. " file:line of Lua functions instead. Ctrl-F searches too."
 
@@ -322,24 +362,7 @@ function M.write(m, sink, opts, weight, base)
   local total = incl[0]
   local F, N, frame = m.F, m.N, m.frame
   local fmt = FORMAT[weight]
-
-  local to_base, binc, maxdelta, base_only = nil, nil, 0, 0
-  if base then
-    base:need_tree("svg")
-    binc = base:inclusive(base:restrict(base:weight(weight), opts.patterns))
-    local matched
-    to_base, matched = m:align(base)
-    for k = 1, m.n do
-      local j = to_base[k]
-      local dlt = abs(incl[k] - (j and binc[j] or 0))
-      if dlt > maxdelta then maxdelta = dlt end
-    end
-    for j = 1, base.n do
-      if not matched[j] and binc[j] > 0 and (base.parent[j] == 0 or matched[base.parent[j]]) then
-        base_only = base_only + 1
-      end
-    end
-  end
+  local D = base and compare(m, base, incl, weight, opts)
 
   local usable = width - 2 * XPAD
   local scale = total > 0 and usable / total or 0
@@ -364,9 +387,12 @@ function M.write(m, sink, opts, weight, base)
   if merged > 0 then
     sub[#sub + 1] = count(merged, "frame") .. " narrower than " .. tostring(minw) .. " px merged"
   end
-  if base then
-    sub[#sub + 1] = "red grew, blue shrank against the base"
-    if base_only > 0 then sub[#sub + 1] = count(base_only, "path") .. " only in the base not shown" end
+  if D then
+    local btotal = D.binc[0]
+    sub[#sub + 1] = "base " .. fmt(btotal) .. (btotal > 0 and sformat(" (this %+.1f%%)",
+      100 * (total - btotal) / btotal) or "")
+    if D.normalize then sub[#sub + 1] = "shares of each total compared" end
+    if D.base_only > 0 then sub[#sub + 1] = count(D.base_only, "path") .. " only in the base not shown" end
   end
 
   w.put('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n')
@@ -385,13 +411,12 @@ function M.write(m, sink, opts, weight, base)
     width, height))
   w.put(sformat('<text id="subtitle" x="%d" y="42">%s</text>\n', floor(width / 2),
     xml(display(concat(sub, " \194\183 ")))))
-  if not base then
-    local x = XPAD
-    for _, l in ipairs(palette.LEGEND) do
-      w.put(sformat('<rect x="%d" y="52" width="12" height="12" fill="%s"/><text x="%d" y="62"'
-        .. ' font-size="12">%s</text>\n', x, l[1], x + 16, xml(l[2])))
-      x = x + 30 + floor(#l[2] * 6.6 + 0.5)
-    end
+  if D then
+    legend(w, { { palette.change(D.max, D.max, 0), "grew" }, { palette.change(-D.max, D.max, 0), "shrank" },
+                { palette.change(0, D.max, 0), sformat("changed by less than %s%% of the total",
+                  sformat("%.14g", D.threshold)) } })
+  else
+    legend(w, palette.LEGEND)
   end
 
   w.put('<g id="frames">\n')
@@ -414,17 +439,9 @@ function M.write(m, sink, opts, weight, base)
         .. sformat(' data-l="%s"', xml(label)) .. (where and sformat(' data-w="%s"', xml(where)) or "")
       info = sformat("%s\n%s\n%s\n%s (%.2f%%), self %s", label, where or "C function",
         count(N.ncalls[k], "call"), fmt(incl[k]), share, fmt(self_w[k]))
-      if base then
-        local j = to_base[k]
-        local was = j and binc[j] or 0
-        local dlt = incl[k] - was
-        if not j then
-          info = info .. "\nnew: not in the base"
-        else
-          info = info .. sformat("\nbase %s, change %s%s%s", fmt(was), dlt >= 0 and "+" or "-",
-            fmt(abs(dlt)), was ~= 0 and sformat(" (%+.1f%%)", 100 * dlt / was) or "")
-        end
-        fill = diff_colour(dlt, maxdelta)
+      if D then
+        info = info .. change_info(D, k, incl, fmt)
+        fill = palette.change(D.pct[k], D.max, D.threshold)
       else
         fill = palette.frame(F.kind[f], F.file[f], short)
       end
