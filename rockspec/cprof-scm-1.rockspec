@@ -66,6 +66,7 @@ build = {
       ["cprof.export.cli"] = "lua/cprof/export/cli.lua",
       ["cprof.export.folded"] = "lua/cprof/export/folded.lua",
       ["cprof.export.model"] = "lua/cprof/export/model.lua",
+      ["cprof.export.palette"] = "lua/cprof/export/palette.lua",
       ["cprof.export.pprof"] = "lua/cprof/export/pprof.lua",
       ["cprof.export.pstats"] = "lua/cprof/export/pstats.lua",
       ["cprof.export.speedscope"] = "lua/cprof/export/speedscope.lua",

@@ -85,7 +85,12 @@ describe("cprof-stats exports", function()
     golden("changed.prof --diff plain.prof --export folded", "diff.folded")
     local svg = cli("changed.prof --diff plain.prof --export svg")
     assert.matches("Differential flame graph", svg, 1, true)
-    assert.matches('fill="rgb(255,0,0)"', svg, 1, true)
+    assert.matches('fill="rgb(255,60,60)"', svg, 1, true)
+    -- fib's share grew by 9.57 points, under a threshold of 10
+    svg = cli("changed.prof --diff plain.prof --export svg --threshold 10")
+    assert.matches("changed by less than 10% of the total", svg, 1, true)
+    assert.is_nil(svg:find('<rect x="[%d.]+" y="%d+" width="[%d.]+" height="15" fill="rgb%(255,60,60%)"'))
+    assert.equal("rgb(250,250,250)", svg:match('fill="([^"]+)"', (svg:find('data-n="fib"', 1, true))))
   end)
 
   it("adds several dumps, their call trees merged by path", function()
@@ -101,6 +106,11 @@ describe("cprof-stats exports", function()
       { "plain.prof --tree --export svg", "options --export and --tree do not go together" },
       { "plain.prof --export svg --sort calls --limit 3", "options --sort, --limit do not go with --export" },
       { "plain.prof --export folded --icicle", "option --icicle does not go with --export" },
+      { "plain.prof --export svg --threshold 2", "option --threshold does not go with --export" },
+      { "plain.prof --diff plain.prof --export folded --threshold 2", "option --threshold does not go with --export" },
+      { "plain.prof --diff plain.prof --threshold 2", "option --threshold does not go with --diff" },
+      { "plain.prof --diff plain.prof --export svg --threshold -1", "option --threshold: '-1' is not a number of at least 0" },
+      { "plain.prof --diff plain.prof --export svg --threshold 100", "svg: threshold must be a percentage of at least 0 and under 100" },
       { "plain.prof --tree --depth 0", "option --depth: '0' is not a number of at least 1" },
       { "plain.prof --tree --depth 1.5", "option --depth: '1.5' is not a whole number" },
       { "plain.prof --tree --min-percent x", "option --min-percent: 'x' is not a number of at least 0" },
@@ -127,7 +137,7 @@ describe("cprof-stats exports", function()
     local out = cli("--help")
     for _, opt in ipairs({ "-e, --export FORMAT", "-o, --output FILE", "--weight W", "--tree", "--depth N",
                            "--min-percent P", "--diff BASE", "--icicle", "--title TEXT",
-                           "--focus PATTERN", "--hide PATTERN",
+                           "--focus PATTERN", "--hide PATTERN", "--threshold PERCENT",
                            "cprof-stats out.prof --export svg -o flame.svg" }) do
       assert.is_truthy(out:find(opt, 1, true), opt)
     end

@@ -7,10 +7,15 @@
 //   { "kind": "speedscope", "file": F, "profiles": N }
 //       F opened in speedscope's own viewer (its importer, as `speedscope F` opens it); for
 //       each of its first N profiles, the Sandwich view's rows (total, self, name) as shown
-//   { "kind": "svg", "file": F, "click": NAME, "search": TERM, "hover": NAME }
-//       F opened in Chromium: the frames before and after a click on the frame named NAME,
-//       after a search for TERM (answering the page's prompt), and the details line shown
-//       while the mouse is over the frame named NAME
+//   { "kind": "svg", "file": F, "click": NAME, "search": TERM, "hover": NAME,
+//     "queries": [TERM...], "top": true }
+//       F opened in Chromium: where the window is as it opens (its scroll position, the root
+//       frame's, the title bar's and the details line's place in it); the frames before and
+//       after a click on the frame named NAME, after a search for TERM (answering the page's
+//       prompt, whose text is kept as the help), and the details line shown while the mouse
+//       is over the frame named NAME; for each of the queries, F opened with ?s=TERM: the
+//       labels of the frames painted and the line the page prints; with top, where the
+//       window is once scrolled to the top
 // and prints one JSON document: a list of results, one per job.  Chromium runs headless,
 // without a sandbox (we are root), with a fresh profile directory, and without any network.
 'use strict';
@@ -74,14 +79,33 @@ function frames(page) {
   }));
 }
 
+// Where the window is: its scroll position and height, the page's height, and the top and
+// bottom (in the window) of the root frame, the title bar and the details line.
+function view(page) {
+  return page.evaluate(() => {
+    const place = e => { const b = e.getBoundingClientRect(); return { top: b.top, bottom: b.bottom }; };
+    return { scrollY: window.scrollY, innerHeight: window.innerHeight,
+      height: +document.documentElement.getAttribute('height'),
+      root: place(document.querySelector('#frames > g[data-d="1"] rect')),
+      bar: place(document.getElementById('bar')), foot: place(document.getElementById('foot')) };
+  });
+}
+
+async function open(page, file) {
+  await page.goto(file);
+  await page.waitForFunction(() => typeof zoomed !== 'undefined' && frames && frames.length > 0);
+}
+
 async function svgJob(browser, job) {
   const page = await browser.newPage({ viewport: { width: 1300, height: 900 } });
   const errors = [];
+  let help = null;
   page.on('pageerror', e => errors.push(String(e)));
-  page.on('dialog', d => d.accept(job.search));
-  await page.goto('file://' + path.resolve(job.file));
-  await page.waitForFunction(() => typeof zoomed !== 'undefined' && frames && frames.length > 0);
+  page.on('dialog', d => { help = d.message(); d.accept(job.search); });
+  const url = 'file://' + path.resolve(job.file);
+  await open(page, url);
   const out = { errors, title: await page.textContent('#title') };
+  out.view = await view(page);
   out.before = await frames(page);
   if (job.hover) {
     await page.hover('#frames > g[data-n="' + job.hover + '"]');
@@ -100,6 +124,20 @@ async function svgJob(browser, job) {
     out.matched = await page.textContent('#matched');
     out.share = await page.getAttribute('#matched', 'data-share');
     out.searched = await frames(page);
+    out.help = help;
+  }
+  if (job.top) {
+    // the scroll event comes before the next frame is drawn
+    await page.evaluate(() => new Promise(done => {
+      window.scrollTo(0, 0); requestAnimationFrame(() => requestAnimationFrame(done));
+    }));
+    out.top = await view(page);
+  }
+  out.queries = [];
+  for (const term of job.queries || []) {
+    await open(page, url + '?s=' + encodeURIComponent(term));
+    const painted = (await frames(page)).filter(f => f.fill === 'rgb(230,0,230)').map(f => f.label);
+    out.queries.push({ term, painted, matched: await page.textContent('#matched') });
   }
   await page.close();
   return out;

@@ -4,7 +4,7 @@
 --   cprof-stats FILE... --tree [--depth N] [--min-percent P] [--memory] [-o OUT] [PATTERN...]
 --   (--tree and --export also take --focus PATTERN and --hide PATTERN, as pprof's options)
 --   cprof-stats NEW... --diff BASE [--sort KEY] [--limit N] [--strip-dirs] [-o OUT] [PATTERN...]
---   cprof-stats NEW... --diff BASE --export svg|folded [-o OUT] [--weight W]
+--   cprof-stats NEW... --diff BASE --export svg|folded [-o OUT] [--weight W] [--threshold PERCENT]
 --   cprof-stats FILE... --leaks | --memory --stacks N [--sort live] | --memory-types [PATTERN...]
 --   cprof-stats FILE... --summary | --memory-series [--export svg] [-o OUT]
 --
@@ -124,9 +124,14 @@ M.OPTIONS = {
              "cumtime, and their change (absolute and percent), the largest change in",
              "tottime first (--sort cumulative or calls for another; --limit and PATTERNs",
              "restrict the rows); new and gone functions are marked.  With --export svg, a",
-             "differential flame graph (red grew, blue shrank); with --export folded, two",
-             "counts per stack (difffolded.pl's format)." },
+             "differential flame graph (red grew, blue shrank, the shares of each total",
+             "compared); with --export folded, two counts per stack (difffolded.pl's format)." },
     set = function(o, v) settings(o).base = v end },
+  { long = "threshold", arg = "PERCENT",
+    help = { "With --diff and --export svg: leave white the call paths whose share of the",
+             "total changed by less than PERCENT points (default 1), the noise between two",
+             "runs of one program; 0 colours every change." },
+    set = function(o, v, fail) settings(o).threshold = number("threshold", v, fail, 0) end },
 }
 
 --- True when the command line asks for an export, the tree or a diff.
@@ -153,6 +158,7 @@ local function refused(o, allowed)
     { "--min-percent", x.min_percent ~= nil, "tree" }, { "-i", o.interactive },
     { "--stacks", x.stacks ~= nil and not x.leaks and not x.types, "stacks" },
     { "--focus", x.focus ~= nil, "paths" }, { "--hide", x.hide ~= nil, "paths" },
+    { "--threshold", x.threshold ~= nil, "threshold" },
   }
   local bad = {}
   for _, g in ipairs(given) do
@@ -193,7 +199,8 @@ function M.cli_exports(o, fail)
   elseif x.tree then
     allowed = { memory = true, tree = true, paths = true }
   elseif x.format then
-    allowed = { weight = true, svg = x.format == "svg", paths = true }
+    allowed = { weight = true, svg = x.format == "svg", paths = true,
+                threshold = x.format == "svg" and x.base ~= nil }
   else
     allowed = { sort = true, limit = true, strip = true }
   end
@@ -239,7 +246,7 @@ function M.cli_exports(o, fail)
       end)
     elseif x.format then
       export.export(x.format, files, out, { weight = x.weight, patterns = patterns, base = x.base,
-        icicle = x.icicle, title = x.title, focus = x.focus, hide = x.hide })
+        icicle = x.icicle, title = x.title, focus = x.focus, hide = x.hide, threshold = x.threshold })
     elseif x.tree then
       local m = export.model(files)
       export.output(out, false, function(sink)

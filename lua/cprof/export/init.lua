@@ -26,6 +26,8 @@
 --   base      a source to compare with: svg draws a differential flame graph, folded writes
 --             two counts per stack (difffolded.pl's format)
 --   title, icicle, width, minwidth    svg only (cprof.export.svg)
+--   threshold, normalize              svg with a base: the change under which a path stays
+--             white, and whether the base is scaled to this total (cprof.export.svg)
 --
 -- Sources without a call tree (pstats files, Stats objects, getstats() tables) can be
 -- written as pstats and callgrind only; the other formats say so.

@@ -1,16 +1,20 @@
 --- cprof.export.svg: a flame graph as one self-contained SVG file (no other tool, no network).
 --
 -- Each node of the call tree is a box as wide as its inclusive value, on top of its caller
--- (or, with opts.icicle, below it).  Colours say the kind of function: Lua functions in warm
--- colours, one hue per file; C functions in blues; main chunks in greens.  A title, the
--- weight and its unit, and a legend head the picture.  In a browser (the script inside):
+-- (or, with opts.icicle, below it).  Colours say the kind of function (cprof.export.palette):
+-- Lua functions in warm colours, a hue family per file and a shade per function; C functions
+-- in blues; main chunks in greens.  A title, the weight and its unit, and a legend head the
+-- picture.  Names are written as sanitize.display shows them (a U+202E cannot reverse a
+-- label).  In a browser (the script inside):
 --   * a click on a box zooms on it (its callers stay, faded, as the path to it); "Reset Zoom"
 --     or a click on the background goes back;
---   * "Search" (or Ctrl-F) asks for a regular expression, paints the boxes whose full name
---     (file:line(name)) matches it and prints their share of the total, counting nested
---     matches once; the page's ?s=TERM does it on load;
+--   * "Search" (or Ctrl-F) asks for a regular expression, paints the boxes whose function
+--     name matches it (with "file:" before it: whose file:line) and prints their share of the
+--     total, counting nested matches once; the page's ?s=TERM does it on load;
 --   * hovering a box shows its name, file:line, calls, value and share at the bottom (and as
---     the box's tooltip).
+--     the box's tooltip);
+--   * a graph taller than the window opens scrolled to its root (a flame graph's bottom),
+--     the title bar and the details line kept in view as it scrolls.
 -- Boxes narrower than opts.minwidth pixels (default 1) are not drawn one by one: the small
 -- children of a box are merged into one grey box, and the subtitle says how many frames were
 -- merged, as flamegraph.pl drops its narrow frames.  So the file stays small and quick on trees
@@ -18,10 +22,13 @@
 --
 -- With opts.base (another profile) it is a differential flame graph, as difffolded.pl and
 -- flamegraph.pl draw one: widths from this profile, colour from the change of each box's
--- inclusive value against the same call path in the base: red grew, blue shrank, white did
--- not change, the deeper the colour the larger the change.
+-- inclusive value against the same call path in the base, the base first scaled to this
+-- total (difffolded.pl -n) unless opts.normalize is false: red grew, blue shrank, the deeper
+-- the colour the larger the change; a change under opts.threshold percent of the total
+-- (default palette.THRESHOLD) is noise and stays white.
 --
--- opts: title, icicle, width (pixels, default 1200), minwidth (pixels, default 1).
+-- opts: title, icicle, width (pixels, default 1200), minwidth (pixels, default 1), and with a
+-- base threshold and normalize.
 
 local _ENV = require("cprof.env")()
 
@@ -30,18 +37,21 @@ local M = {}
 local export = require("cprof.export")
 local model_mod = require("cprof.export.model")
 local sanitize = require("cprof.sanitize")
+local palette = require("cprof.export.palette")
 
 M.restricts = true
 M.diff = true
 
 local floor, abs, sformat, concat, tostring = math.floor, math.abs, string.format, table.concat,
   tostring
-local sbyte, sgsub = string.byte, string.gsub
+local sgsub, display = string.gsub, sanitize.display
 
 local FRAME_H, FONT, CHAR_W, XPAD = 16, 12, 0.59, 10
 local TOP, BOTTOM = 78, 34
 
--- Text for XML: escaped, valid UTF-8, no control characters (XML 1.0 forbids them).
+-- Text for XML: escaped, valid UTF-8, no control characters (XML 1.0 forbids them; names
+-- come through sanitize.display first, which escapes them readably, so only the line breaks
+-- of tooltips remain to keep).
 local XML = { ["&"] = "&amp;", ["<"] = "&lt;", [">"] = "&gt;", ['"'] = "&quot;" }
 local function xml(s)
   s = sanitize.utf8(tostring(s))
@@ -54,6 +64,11 @@ local function grouped(n)
   local head, digits = string.match(s, "^(-?)(%d+)$")
   digits = string.gsub(string.reverse(string.gsub(string.reverse(digits), "(%d%d%d)", "%1,")), "^,", "")
   return head .. digits
+end
+
+-- "1 call", "2 calls".
+local function count(n, noun)
+  return grouped(n) .. " " .. noun .. (n == 1 and "" or "s")
 end
 
 local function seconds(x)
@@ -75,42 +90,11 @@ end
 -- A value of each weight as people read it: "12.345 ms", "1,234 calls", "1.50 MiB".
 local FORMAT = {
   time = seconds,
-  calls = function(x) return grouped(x) .. " calls" end,
+  calls = function(x) return count(x, "call") end,
   alloc = bytes,
-  allocs = function(x) return grouped(x) .. " allocations" end,
+  allocs = function(x) return count(x, "allocation") end,
   live = bytes,
 }
-
--- A hash of a string in [0, 1), the same on every run and every Lua.
-local function hash(s)
-  local h = 0
-  for i = 1, #s do h = (h * 31 + sbyte(s, i)) % 1000003 end
-  return h / 1000003
-end
-
--- The fill of frame f: warm for Lua functions (a hue per file), blue for C, green for main
--- chunks; the name varies the shade a little so that neighbours stay apart.
-local function colour(F, f)
-  local kind, name = F.kind[f], tostring(F.name[f])
-  local v = hash(name)
-  if kind == "C" then
-    return sformat("hsl(%d,55%%,%d%%)", 195 + floor(v * 30), 62 + floor(v * 12))
-  elseif kind == "main" then
-    return sformat("hsl(%d,50%%,%d%%)", 95 + floor(hash(tostring(F.file[f])) * 35), 55 + floor(v * 10))
-  end
-  return sformat("hsl(%d,80%%,%d%%)", floor(hash(tostring(F.file[f])) * 50), 56 + floor(v * 12))
-end
-
-local MERGED_FILL = "rgb(190,190,190)"
-
--- Differential colour: red for growth, blue for shrinkage, by the change's share of the
--- largest change.
-local function diff_colour(d, max)
-  if max == 0 or d == 0 then return "rgb(250,250,250)" end
-  local c = floor(220 * (1 - abs(d) / max) + 0.5)
-  if d > 0 then return sformat("rgb(255,%d,%d)", c, c) end
-  return sformat("rgb(%d,%d,255)", c, c)
-end
 
 -- The text that fits in a box `w` pixels wide (what the script does again on zoom).
 local function fit(name, w)
@@ -122,14 +106,15 @@ end
 
 local SCRIPT = [[
 "use strict";
-var svg, frames, details, matched, unzoom, searchbtn, W, XPAD, FONT, CHARW, zoomed = null;
+var svg, frames, details, matched, unzoom, searchbtn, bar, foot, W, H, XPAD, FONT, CHARW, zoomed = null;
 function init() {
   svg = document.documentElement;
   details = document.getElementById("details");
   matched = document.getElementById("matched");
   unzoom = document.getElementById("unzoom");
   searchbtn = document.getElementById("search");
-  W = +svg.getAttribute("width"); XPAD = +svg.getAttribute("data-xpad");
+  bar = document.getElementById("bar"); foot = document.getElementById("foot");
+  W = +svg.getAttribute("width"); H = +svg.getAttribute("height"); XPAD = +svg.getAttribute("data-xpad");
   FONT = +svg.getAttribute("data-font"); CHARW = +svg.getAttribute("data-charw");
   frames = Array.prototype.slice.call(document.getElementById("frames").children);
   frames.forEach(function (g) {
@@ -138,6 +123,10 @@ function init() {
     g._d = +g.getAttribute("data-d"); g._name = g.getAttribute("data-n");
     g._label = g.getAttribute("data-l"); g._fill = r.getAttribute("fill");
     g._info = g.firstElementChild.textContent;
+    // what a search matches: the function's name (data-f where the short name shown adds
+    // a line or a file to it), or with "file:" its file:line; merged boxes have neither
+    g._fn = g._label === null ? null : g.getAttribute("data-f") || g._name;
+    g._file = g.getAttribute("data-w");
   });
   var box = document.getElementById("frames");
   box.addEventListener("click", function (e) { var g = frame(e.target); if (g) zoom(g); });
@@ -153,8 +142,20 @@ function init() {
   window.addEventListener("keydown", function (e) {
     if ((e.ctrlKey || e.metaKey) && e.key === "f") { e.preventDefault(); asksearch(); }
   });
+  // A flame graph is read from its root up: one taller than the window opens at the bottom,
+  // where the root is (an icicle's root is at the top, where a page opens anyway).
+  window.addEventListener("scroll", pin);
+  window.addEventListener("resize", pin);
+  if (svg.getAttribute("data-icicle") !== "true") window.scrollTo(0, H);
+  pin();
   var s = new URLSearchParams(location.search).get("s");
   if (s) search(s);
+}
+// The title bar and the details line stay in the window while a tall graph scrolls.
+function pin() {
+  var y = window.scrollY || 0;
+  bar.setAttribute("transform", "translate(0," + y + ")");
+  foot.setAttribute("transform", "translate(0," + Math.min(0, y + window.innerHeight - H) + ")");
 }
 function frame(n) {
   while (n && n !== svg) {
@@ -194,17 +195,21 @@ function reset() {
   unzoom.classList.add("hide");
 }
 function asksearch() {
-  var term = prompt("Search for a function (a regular expression, matched against file:line(name)):", "");
+  var term = prompt(searchbtn.firstElementChild.textContent, "");
   if (term) search(term);
 }
 function search(term) {
-  var re;
+  var field = "_fn", re;
+  if (term.slice(0, 5) === "file:") { field = "_file"; term = term.slice(5); }
   try { re = new RegExp(term); } catch (err) { matched.textContent = "Bad expression: " + term; return; }
   var spans = [];
   frames.forEach(function (f) {
     var r = f.firstElementChild.nextElementSibling;
-    if (re.test(f._label)) { r.setAttribute("fill", "rgb(230,0,230)"); f.classList.add("match"); spans.push([f._x, f._x + f._w]); }
-    else { r.setAttribute("fill", f._fill); f.classList.remove("match"); }
+    if (f[field] !== null && re.test(f[field])) {
+      r.setAttribute("fill", "rgb(230,0,230)"); f.classList.add("match"); spans.push([f._x, f._x + f._w]);
+    } else {
+      r.setAttribute("fill", f._fill); f.classList.remove("match");
+    }
   });
   spans.sort(function (a, b) { return a[0] - b[0] || b[1] - a[1]; });
   var total = 0, end = -Infinity;
@@ -213,16 +218,16 @@ function search(term) {
     else if (s[1] > end) { total += s[1] - end; end = s[1]; }
   });
   var pct = 100 * total / (W - 2 * XPAD);
-  matched.textContent = "Matched: " + pct.toFixed(2) + "% (" + spans.length + " frames)";
+  matched.textContent = "Matched: " + pct.toFixed(2) + "% (" + spans.length + (spans.length === 1 ? " frame)" : " frames)");
   matched.setAttribute("data-share", pct.toFixed(4));
-  searchbtn.textContent = "Reset Search"; searchbtn.classList.add("on");
+  searchbtn.lastChild.textContent = "Reset Search"; searchbtn.classList.add("on");
 }
 function clearsearch() {
   frames.forEach(function (f) {
     f.firstElementChild.nextElementSibling.setAttribute("fill", f._fill); f.classList.remove("match");
   });
   matched.textContent = " "; matched.removeAttribute("data-share");
-  searchbtn.textContent = "Search"; searchbtn.classList.remove("on");
+  searchbtn.lastChild.textContent = "Search"; searchbtn.classList.remove("on");
 }
 ]]
 
@@ -292,6 +297,56 @@ local function layout(m, incl, scale, minw)
   return B, maxdepth, merged
 end
 
+-- The numbers of a differential graph: the base's value of each node's path (binc[to_base[k]]),
+-- each node's change in percent of the total and the largest (palette.changes), the threshold,
+-- and how many of the base's paths this profile lacks.
+local function compare(m, base, incl, weight, opts)
+  base:need_tree("svg")
+  local threshold = opts.threshold or palette.THRESHOLD
+  if type(threshold) ~= "number" or not (threshold >= 0 and threshold < 100) then
+    model_mod.fail("svg: threshold must be a percentage of at least 0 and under 100")
+  end
+  local D = { threshold = threshold, normalize = opts.normalize ~= false, base_only = 0 }
+  D.binc = base:inclusive(base:restrict(base:weight(weight), opts.patterns))
+  local matched
+  D.to_base, matched = m:align(base)
+  D.pct, D.max = palette.changes(m.n, incl, D.binc, D.to_base, D.normalize)
+  for j = 1, base.n do
+    if not matched[j] and D.binc[j] > 0 and (base.parent[j] == 0 or matched[base.parent[j]]) then
+      D.base_only = D.base_only + 1
+    end
+  end
+  return D
+end
+
+-- A node's tooltip lines on its change against the base.
+local function change_info(D, k, incl, fmt)
+  local j = D.to_base[k]
+  if not j then return "\nnew: not in the base" end
+  local was, btotal = D.binc[j], D.binc[0]
+  local dlt = incl[k] - was
+  local info = sformat("\nbase %s, change %s%s%s", fmt(was), dlt >= 0 and "+" or "-", fmt(abs(dlt)),
+    was ~= 0 and sformat(" (%+.1f%%)", 100 * dlt / was) or "")
+  if D.normalize and incl[0] > 0 and btotal > 0 then
+    info = info .. sformat("\nshare of the total %.2f%% in the base, %.2f%% here", 100 * was / btotal,
+      100 * incl[k] / incl[0])
+  end
+  return info
+end
+
+-- Swatches and their words in a row at the top left.
+local function legend(w, items)
+  local x = XPAD
+  for _, l in ipairs(items) do
+    w.put(sformat('<rect x="%d" y="52" width="12" height="12" fill="%s"/><text x="%d" y="62"'
+      .. ' font-size="12">%s</text>\n', x, l[1], x + 16, xml(l[2])))
+    x = x + 30 + floor(#l[2] * 6.6 + 0.5)
+  end
+end
+
+local SEARCH_HELP = "Search function names (a regular expression); file:EXPRESSION searches the"
+  .. " file:line of Lua functions instead. Ctrl-F searches too."
+
 function M.write(m, sink, opts, weight, base)
   m:need_tree("svg")
   local width = opts.width or 1200
@@ -307,24 +362,7 @@ function M.write(m, sink, opts, weight, base)
   local total = incl[0]
   local F, N, frame = m.F, m.N, m.frame
   local fmt = FORMAT[weight]
-
-  local to_base, binc, maxdelta, base_only = nil, nil, 0, 0
-  if base then
-    base:need_tree("svg")
-    binc = base:inclusive(base:restrict(base:weight(weight), opts.patterns))
-    local matched
-    to_base, matched = m:align(base)
-    for k = 1, m.n do
-      local j = to_base[k]
-      local dlt = abs(incl[k] - (j and binc[j] or 0))
-      if dlt > maxdelta then maxdelta = dlt end
-    end
-    for j = 1, base.n do
-      if not matched[j] and binc[j] > 0 and (base.parent[j] == 0 or matched[base.parent[j]]) then
-        base_only = base_only + 1
-      end
-    end
-  end
+  local D = base and compare(m, base, incl, weight, opts)
 
   local usable = width - 2 * XPAD
   local scale = total > 0 and usable / total or 0
@@ -345,20 +383,24 @@ function M.write(m, sink, opts, weight, base)
     sub[#sub + 1] = "only paths through " .. concat(opts.patterns, " or ")
   end
   if opts.hide and #opts.hide > 0 then sub[#sub + 1] = "hidden: " .. concat(opts.hide, ", ") end
-  sub[#sub + 1] = grouped(m.n) .. " nodes"
+  sub[#sub + 1] = count(m.n, "node")
   if merged > 0 then
-    sub[#sub + 1] = grouped(merged) .. " frames narrower than " .. tostring(minw) .. " px merged"
+    sub[#sub + 1] = count(merged, "frame") .. " narrower than " .. tostring(minw) .. " px merged"
   end
-  if base then
-    sub[#sub + 1] = "red grew, blue shrank against the base"
-    if base_only > 0 then sub[#sub + 1] = grouped(base_only) .. " paths only in the base not shown" end
+  if D then
+    local btotal = D.binc[0]
+    sub[#sub + 1] = "base " .. fmt(btotal) .. (btotal > 0 and sformat(" (this %+.1f%%)",
+      100 * (total - btotal) / btotal) or "")
+    if D.normalize then sub[#sub + 1] = "shares of each total compared" end
+    if D.base_only > 0 then sub[#sub + 1] = count(D.base_only, "path") .. " only in the base not shown" end
   end
 
   w.put('<?xml version="1.0" encoding="UTF-8" standalone="no"?>\n')
   w.put(sformat('<svg version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" onload="init(evt)"'
     .. ' xmlns="http://www.w3.org/2000/svg" data-xpad="%d" data-font="%d" data-charw="%s"'
-    .. ' data-total="%.17g" data-merged="%d" data-weight="%s">\n',
-    width, height, width, height, XPAD, FONT, tostring(CHAR_W), total, merged, weight))
+    .. ' data-total="%.17g" data-merged="%d" data-weight="%s" data-icicle="%s">\n',
+    width, height, width, height, XPAD, FONT, tostring(CHAR_W), total, merged, weight,
+    tostring(opts.icicle == true)))
   w.put("<!-- made by the svg export of cprof (docs/EXPORTS.md); the script is cprof's own -->\n")
   w.put("<defs><linearGradient id=\"bg\" y1=\"0\" y2=\"1\" x1=\"0\" x2=\"0\">"
     .. "<stop stop-color=\"#eeeeee\" offset=\"5%\"/><stop stop-color=\"#eeeeb0\" offset=\"95%\"/>"
@@ -367,66 +409,62 @@ function M.write(m, sink, opts, weight, base)
   w.put("<script type=\"text/ecmascript\"><![CDATA[\n" .. SCRIPT .. "]]></script>\n")
   w.put(sformat('<rect id="background" x="0" y="0" width="%d" height="%d" fill="url(#bg)"/>\n',
     width, height))
-  w.put(sformat('<text id="title" x="%d" y="24">%s</text>\n', floor(width / 2), xml(title)))
   w.put(sformat('<text id="subtitle" x="%d" y="42">%s</text>\n', floor(width / 2),
-    xml(concat(sub, " \194\183 "))))
-  w.put(sformat('<text id="unzoom" class="button hide" x="%d" y="24">Reset Zoom</text>\n', XPAD))
-  w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end">Search</text>\n',
-    width - XPAD))
-  if not base then
-    local legend = { { "hsl(25,80%,62%)", "Lua (a hue per file)" }, { "hsl(205,55%,66%)", "C" },
-                     { "hsl(110,50%,58%)", "main chunk" }, { MERGED_FILL, "merged narrow frames" } }
-    local x = XPAD
-    for _, l in ipairs(legend) do
-      w.put(sformat('<rect x="%d" y="52" width="12" height="12" fill="%s"/><text x="%d" y="62"'
-        .. ' font-size="12">%s</text>\n', x, l[1], x + 16, xml(l[2])))
-      x = x + 30 + floor(#l[2] * 6.6 + 0.5)
-    end
+    xml(display(concat(sub, " \194\183 ")))))
+  if D then
+    legend(w, { { palette.change(D.max, D.max, 0), "grew" }, { palette.change(-D.max, D.max, 0), "shrank" },
+                { palette.change(0, D.max, 0), sformat("changed by less than %s%% of the total",
+                  sformat("%.14g", D.threshold)) } })
+  else
+    legend(w, palette.LEGEND)
   end
-  w.put(sformat('<text id="details" x="%d" y="%d"> </text>\n', XPAD, height - 12))
-  w.put(sformat('<text id="matched" x="%d" y="%d"> </text>\n', width - XPAD, height - 12))
 
   w.put('<g id="frames">\n')
   for i = 1, B.n do
     local k, d = B.node[i], B.d[i]
     local x, bw = XPAD + B.x[i] * scale, B.w[i] * scale
-    local name, label, info, fill
     local share = total > 0 and 100 * B.w[i] / total or 0
+    local name, attrs, info, fill
     if k == 0 then
-      name = grouped(B.count[i]) .. " frames"
-      label = ""
-      info = sformat("%s frames narrower than %s px, merged\n%s (%.2f%%)", grouped(B.count[i]),
-        tostring(minw), fmt(B.w[i]), share)
-      fill = MERGED_FILL
+      name = count(B.count[i], "frame")
+      attrs = ""
+      info = sformat("%s narrower than %s px, merged\n%s (%.2f%%)", name, tostring(minw), fmt(B.w[i]), share)
+      fill = palette.MERGED
     else
       local f = frame[k]
-      name, label = m:name(f), m:label(f)
-      local where = F.kind[f] == "C" and "C function" or (tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
-      info = sformat("%s\n%s\n%s calls\n%s (%.2f%%), self %s", label, where, grouped(N.ncalls[k]),
-        fmt(incl[k]), share, fmt(self_w[k]))
-      if base then
-        local j = to_base[k]
-        local was = j and binc[j] or 0
-        local dlt = incl[k] - was
-        if not j then
-          info = info .. "\nnew: not in the base"
-        else
-          info = info .. sformat("\nbase %s, change %s%s%s", fmt(was), dlt >= 0 and "+" or "-",
-            fmt(abs(dlt)), was ~= 0 and sformat(" (%+.1f%%)", 100 * dlt / was) or "")
-        end
-        fill = diff_colour(dlt, maxdelta)
+      local short, label, fname = m:name(f), display(m:label(f)), display(tostring(F.name[f]))
+      local where = F.kind[f] ~= "C" and display(tostring(F.file[f]) .. ":" .. tostring(F.line[f]))
+      name = display(short)
+      attrs = (fname ~= name and sformat(' data-f="%s"', xml(fname)) or "")
+        .. sformat(' data-l="%s"', xml(label)) .. (where and sformat(' data-w="%s"', xml(where)) or "")
+      info = sformat("%s\n%s\n%s\n%s (%.2f%%), self %s", label, where or "C function",
+        count(N.ncalls[k], "call"), fmt(incl[k]), share, fmt(self_w[k]))
+      if D then
+        info = info .. change_info(D, k, incl, fmt)
+        fill = palette.change(D.pct[k], D.max, D.threshold)
       else
-        fill = colour(F, f)
+        fill = palette.frame(F.kind[f], F.file[f], short)
       end
     end
     local y = y_of(d)
-    w.put(sformat('<g data-d="%d" data-n="%s" data-l="%s"><title>%s</title>'
+    w.put(sformat('<g data-d="%d" data-n="%s"%s><title>%s</title>'
       .. '<rect x="%.2f" y="%d" width="%.2f" height="%d" fill="%s" rx="2" ry="2"/>'
       .. '<text x="%.2f" y="%.1f">%s</text></g>\n',
-      d, xml(name), xml(label), xml(info), x, y, bw, FRAME_H - 1, fill, x + 3,
+      d, xml(name), attrs, xml(info), x, y, bw, FRAME_H - 1, fill, x + 3,
       y + FRAME_H - 4.5, xml(fit(name, bw))))
   end
-  w.put("</g>\n</svg>\n")
+  w.put("</g>\n")
+  -- after the frames, so that they stay on top when a tall graph scrolls under them
+  w.put(sformat('<g id="bar"><rect x="0" y="0" width="%d" height="32" fill="#eeeeee"/>\n', width))
+  w.put(sformat('<text id="title" x="%d" y="24">%s</text>\n', floor(width / 2), xml(display(title))))
+  w.put(sformat('<text id="unzoom" class="button hide" x="%d" y="24">Reset Zoom</text>\n', XPAD))
+  w.put(sformat('<text id="search" class="button" x="%d" y="24" text-anchor="end"><title>%s</title>'
+    .. 'Search</text></g>\n', width - XPAD, xml(SEARCH_HELP)))
+  w.put(sformat('<g id="foot"><rect x="0" y="%d" width="%d" height="30" fill="#eeeeb0"/>\n',
+    height - 30, width))
+  w.put(sformat('<text id="details" x="%d" y="%d"> </text>\n', XPAD, height - 12))
+  w.put(sformat('<text id="matched" x="%d" y="%d"> </text></g>\n', width - XPAD, height - 12))
+  w.put("</svg>\n")
   w.flush()
   return { format = "svg", boxes = B.n, merged = merged, depth = maxdepth }
 end
