@@ -213,7 +213,14 @@ function M.cli_exports(o, fail)
   for _, key in ipairs(memctx and o.sort or {}) do
     if key ~= "live" and key ~= "alloc" then fail("option --sort: with --stacks, alloc or live") end
   end
-  local out = x.output or io.stdout
+  -- -o's file is written once the whole text is made (export.write_file), so that what goes
+  -- wrong there is told apart from what goes wrong reading the FILEs, and said of -o
+  local parts, out = {}, io.stdout
+  if x.output then
+    out = { write = function(self, s) parts[#parts + 1] = s return self end }
+    local ok, err = pcall(export.check_output, x.output)
+    if not ok then fail("option -o: " .. plain(err)) end
+  end
 
   local ok, err = pcall(function()
     if x.summary or x.series then
@@ -262,6 +269,10 @@ function M.cli_exports(o, fail)
     end
   end)
   if not ok then fail(plain(err)) end
+  if x.output then
+    local wok, werr = pcall(export.write_file, x.output, concat(parts), true)
+    if not wok then fail("option -o: " .. plain(werr)) end
+  end
   return 0
 end
 

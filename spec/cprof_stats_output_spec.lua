@@ -1,0 +1,88 @@
+-- Where cprof-stats writes: -o's file named in every message about it.
+--
+-- cprof-stats runs under lua5.4 (with the lua5.4 build of cprof.core under LuaJIT, as in
+-- cprof_stats_cli_spec.lua); the dumps are written by lua5.4 children too, so that the memory
+-- views have a dump with memory numbers whatever the suite's interpreter.
+local S = require "spec.support"
+local q = S.q
+
+local ROOT = S.ROOT
+local SCRIPT = ROOT .. "/bin/cprof-stats"
+
+describe("cprof-stats' output", function()
+  local env, why = S.lua54_env(ROOT)
+  if not env then
+    pending("cprof-stats specs: " .. why)
+    return
+  end
+  local lua54 = env .. S.child_env()
+  -- (in a subshell, so that a redirection in `args` is not undone by capture's own)
+  local function cli(args) return S.capture("(" .. env .. "lua5.4 " .. q(SCRIPT) .. " " .. args .. ")") end
+
+  local files = {}
+  local function tmp(suffix)
+    local n = S.tmpname() .. (suffix or ".prof")
+    files[#files + 1] = n
+    return n
+  end
+  teardown(function()
+    for _, f in ipairs(files) do os.remove(f) end
+  end)
+
+  -- A dump of a small program with memory numbers and line events, written by lua5.4.
+  local dump
+  setup(function()
+    local script = tmp(".lua")
+    S.write_file(script, [[
+local keep = {}
+local function make(n) for i = 1, n do keep[#keep + 1] = { i } end end
+for _ = 1, 3 do make(50) end
+]])
+    dump = tmp()
+    local out, err, status = S.capture(("%s CPROF_QUIET=1 CPROF_MEMORY=1 CPROF_LINES=1 CPROF_OUT=%s"
+      .. " lua5.4 -l cprof.auto %s"):format(lua54, q(dump), q(script)))
+    assert(status == 0 and out == "" and err == "", err)
+  end)
+
+  local writable = os.execute("test -c /dev/full -a -w /dev/full")
+  local full = writable == true or writable == 0
+
+  it("-o names the option, the path and what is wrong with it, for every view that takes -o", function()
+    local dir = S.new_dir()
+    local d = q(dump)
+    local views = { "--export svg", "--export pstats", "--tree", "--diff " .. d, "--memory-types",
+                    "--leaks", "--summary", "--memory-series" }
+    for _, view in ipairs(views) do
+      local args = d .. " " .. view .. " -o "
+      local out, err, status = cli(args .. q(dir))
+      assert.are.equal(2, status, view)
+      assert.are.equal("", out, view)
+      assert.are.equal("cprof-stats: option -o: " .. dir .. ": a directory, not a file to write\n", err, view)
+      _, err, status = cli(args .. "''")
+      assert.are.equal(2, status, view)
+      assert.are.equal("cprof-stats: option -o: the output file name is empty\n", err, view)
+      local missing = dir .. "/no/such/folder/out"
+      _, err, status = cli(args .. q(missing))
+      assert.are.equal(2, status, view)
+      assert.matches("^cprof%-stats: option %-o: " .. missing:gsub("%p", "%%%0") .. ": [^\n]*No such file"
+        .. " or directory\n$", err, view)
+      -- and a good name gets the whole text, nothing on standard output
+      local good = dir .. "/out"
+      out, err, status = cli(args .. q(good))
+      assert.are.equal(0, status, err)
+      assert.are.equal("", out)
+      assert.is_true(#S.read_file(good) > 0, view)
+      os.remove(good)
+    end
+    S.remove_dir(dir)
+  end)
+
+  it("cprof.export's own message for a directory speaks of the export, not of a dump", function()
+    local dir = S.new_dir()
+    local st = require("cprof.stats").new(S.det_data())
+    local ok, err = pcall(st.export, st, "pstats", dir)
+    assert.is_false(ok)
+    assert.are.equal("cprof: " .. dir .. ": a directory, not a file to write", err)
+    S.remove_dir(dir)
+  end)
+end)
