@@ -1,4 +1,5 @@
--- Where cprof-stats writes: -o's file named in every message about it.
+-- Where cprof-stats writes: standard output checked to the last byte (a full disk is an error,
+-- never a cut report and status 0), and -o's file named in every message about it.
 --
 -- cprof-stats runs under lua5.4 (with the lua5.4 build of cprof.core under LuaJIT, as in
 -- cprof_stats_cli_spec.lua); the dumps are written by lua5.4 children too, so that the memory
@@ -46,6 +47,41 @@ for _ = 1, 3 do make(50) end
 
   local writable = os.execute("test -c /dev/full -a -w /dev/full")
   local full = writable == true or writable == 0
+
+  it("a report that cannot be written whole is an error naming standard output: every kind", function()
+    if not full then
+      pending("no /dev/full here")
+      return
+    end
+    local p = q(dump)
+    local kinds = {
+      p .. " --limit all", p .. " --json", p .. " --callers", p .. " --callees", p .. " --lines",
+      p .. " --memory", p .. " --stats --memory --sort live", "--verify " .. p, "--help", "--version",
+      p .. " --tree", p .. " --export folded", p .. " --export svg", p .. " --diff " .. p,
+      p .. " --memory-types", p .. " --leaks", p .. " --memory --stacks 3", p .. " --summary",
+      p .. " --memory-series", "-i " .. p .. " </dev/null",
+      -- as much as a pipe holds and more: the writes fail before the last flush
+      p .. " " .. p .. " " .. p .. " --callers --callees --stats --lines --memory",
+    }
+    for _, args in ipairs(kinds) do
+      local _, err, status = cli(args .. " >/dev/full")
+      assert.are.equal("cprof-stats: standard output: No space left on device\n", err, args)
+      assert.are.equal(2, status, args)
+    end
+    -- standard output closed: the same, with the system's reason
+    local _, err, status = cli(p .. " >&-")
+    assert.are.equal(2, status)
+    assert.matches("^cprof%-stats: standard output: [^\n]+\n$", err)
+  end)
+
+  it("the same reports written to a file are whole, with status 0", function()
+    local out, err, status = cli(q(dump) .. " --limit all")
+    assert.are.equal(0, status, err)
+    assert.matches("function calls", out)
+    out, err, status = cli("--verify " .. q(dump))
+    assert.are.equal(0, status, err)
+    assert.are.equal(dump .. ": ok (", out:sub(1, #dump + 6))
+  end)
 
   it("-o names the option, the path and what is wrong with it, for every view that takes -o", function()
     local dir = S.new_dir()

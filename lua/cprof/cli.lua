@@ -260,6 +260,23 @@ local function fail(msg, status)
   error(setmetatable({ msg = msg, status = status or 2 }, Failure), 0)
 end
 
+-- Standard output with every write and the final flush checked: a full disk or a write error
+-- ends cprof-stats with status 2 and the reason, never with a cut report and status 0.
+local stdout = {}
+local function stdout_failed(err)
+  fail("standard output: " .. (string.gsub(tostring(err), "\n", " ")))
+end
+function stdout:write(...)
+  local ok, err = io.stdout:write(...)
+  if not ok then stdout_failed(err) end
+  return self
+end
+function stdout:flush()
+  local ok, err = io.stdout:flush()
+  if not ok then stdout_failed(err) end
+  return self
+end
+
 local function find_option(name)
   for _, opt in ipairs(OPTIONS) do
     if name == "--" .. opt.long or (opt.short and name == "-" .. opt.short) then return opt end
@@ -364,11 +381,11 @@ local function interactive(o)
     fail("-i needs LPeg, which cannot be loaded (Debian: apt-get install lua-lpeg): "
       .. plain(browser))
   end
-  local run_ok, err = pcall(browser.run, o.files, { prompt = o.prompt })
+  local run_ok, err = pcall(browser.run, o.files, { prompt = o.prompt, output = stdout })
   if not run_ok then
     -- Ctrl-C while reading a command ends the browser quietly, as in pstats
     if string.find(tostring(err), "interrupted", 1, true) then
-      io.stdout:write("\n")
+      stdout:write("\n")
       return 0
     end
     error(err, 0)
@@ -480,7 +497,7 @@ local function verify(o)
   for _, file in ipairs(o.files) do
     local ok, what = pcall(loaders.verify, file)
     if ok then
-      io.stdout:write(file, ": ok (", what, ")\n")
+      stdout:write(file, ": ok (", what, ")\n")
     else
       io.stderr:write(PROG, ": ", plain(what), "\n")
       status = 2
@@ -492,11 +509,11 @@ end
 local function main(argv)
   local o = parse(argv)
   if o.help then
-    io.stdout:write(help_text())
+    stdout:write(help_text())
     return 0
   end
   if o.version then
-    io.stdout:write(PROG, " (cprof) ", require("cprof.version").VERSION, "\n")
+    stdout:write(PROG, " (cprof) ", require("cprof.version").VERSION, "\n")
     return 0
   end
   if o.verify then return verify(o) end
@@ -527,7 +544,7 @@ local function main(argv)
         o.files[i] = tmp
       end
     end
-    local ok, status = pcall(export_cli.cli_exports, o, fail)
+    local ok, status = pcall(export_cli.cli_exports, o, fail, stdout)
     if tmp then os.remove(tmp) end
     if not ok then error(status, 0) end
     return status
@@ -579,7 +596,7 @@ local function main(argv)
   end
 
   report.prepare(st, { sort = sort, reverse = o.reverse, strip_dirs = o.strip_dirs,
-                       line_unit = o.unit or 1e-6, stream = io.stdout })
+                       line_unit = o.unit or 1e-6, stream = stdout })
   local list, log = st:select((table.unpack or unpack)(o.restrictions))
   check_something_matched(st, o, list, log)
 
@@ -589,7 +606,7 @@ local function main(argv)
       fail("--json needs lua-cjson, which cannot be loaded (Debian: apt-get install lua-cjson): "
         .. plain(json))
     end
-    io.stdout:write(json.stats_json(st, { callers = o.views.callers, callees = o.views.callees },
+    stdout:write(json.stats_json(st, { callers = o.views.callers, callees = o.views.callees },
       (table.unpack or unpack)(o.restrictions)))
     return 0
   end
@@ -613,7 +630,11 @@ end
 --- what went wrong.  Returns the exit status: 0; 1 when nothing matched; 2 for a bad command
 --- line or file, or a bug in cprof.
 function M.run(argv)
-  local ok, status = pcall(main, argv)
+  local ok, status = pcall(function()
+    local status = main(argv)
+    stdout:flush()
+    return status
+  end)
   if ok then return status end
   if getmetatable(status) == Failure then
     io.stderr:write(PROG, ": ", status.msg, "\n")

@@ -164,9 +164,10 @@ local function refused(o, allowed)
   return bad
 end
 
---- Runs the command: writes the export, the tree or the diff.  `fail(msg)` reports a bad
---- command line or file (cprof-stats exits 2).  Returns the exit status.
-function M.cli_exports(o, fail)
+--- Runs the command: writes the export, the tree or the diff to -o's file or to `stdout` (an
+--- object with :write).  `fail(msg)` reports a bad command line or file (cprof-stats exits 2).
+--- Returns the exit status.
+function M.cli_exports(o, fail, stdout)
   local x = o.exports
   local files = o.files
   if #files == 0 then fail("no dump file given (see cprof-stats --help)") end
@@ -215,7 +216,7 @@ function M.cli_exports(o, fail)
   end
   -- -o's file is written once the whole text is made (export.write_file), so that what goes
   -- wrong there is told apart from what goes wrong reading the FILEs, and said of -o
-  local parts, out = {}, io.stdout
+  local parts, out = {}, stdout
   if x.output then
     out = { write = function(self, s) parts[#parts + 1] = s return self end }
     local ok, err = pcall(export.check_output, x.output)
@@ -268,7 +269,10 @@ function M.cli_exports(o, fail)
       end)
     end
   end)
-  if not ok then fail(plain(err)) end
+  if not ok then
+    if type(err) == "table" then error(err, 0) end -- fail()'s own, from writing to stdout
+    fail(plain(err))
+  end
   if x.output then
     local wok, werr = pcall(export.write_file, x.output, concat(parts), true)
     if not wok then fail("option -o: " .. plain(werr)) end
