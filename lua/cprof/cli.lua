@@ -636,11 +636,13 @@ function M.run(argv)
     return status
   end)
   if ok then return status end
+  -- a message may quote a name read from a file: shown, not obeyed, by the terminal
+  local display = require("cprof.sanitize").display
   if getmetatable(status) == Failure then
-    io.stderr:write(PROG, ": ", status.msg, "\n")
+    io.stderr:write(PROG, ": ", display(status.msg), "\n")
     return status.status
   end
-  io.stderr:write(PROG, ": internal error (a bug in cprof; please report it): ", plain(status), "\n")
+  io.stderr:write(PROG, ": internal error (a bug in cprof; please report it): ", display(plain(status)), "\n")
   return 2
 end
 

@@ -176,7 +176,7 @@ function M.print_list(st, sel_list)
   if #stat_list < #st.order then
     width = 0
     for _, f in ipairs(stat_list) do
-      local w = display_len(func_std_string(f))
+      local w = display_len(funckey.display_name(f))
       if w > width then width = w end
     end
   end

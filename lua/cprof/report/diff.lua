@@ -18,6 +18,7 @@ local M = {}
 
 local funckey = require("cprof.funckey")
 local restrictions = require("cprof.restrictions")
+local display = require("cprof.sanitize").display
 
 local abs, floor, sformat, tostring, ipairs, type = math.abs, math.floor, string.format, tostring,
   ipairs, type
@@ -107,7 +108,7 @@ function M.write(new, base, put, opts)
   local names = opts.names or { "the new profile", "the base" }
   local nc1, tt1 = totals(new)
   local nc0, tt0 = totals(base)
-  put(sformat("%s against %s\n", names[1], names[2]))
+  put(sformat("%s against %s\n", display(names[1]), display(names[2])))
   put(sformat("  %d function calls in %.6f seconds, against %d in %.6f: %+d calls, %+.6f seconds (%s)\n",
     nc1, tt1, nc0, tt0, nc1 - nc0, tt1 - tt0, percent(tt1 - tt0, tt0)))
   put(sformat("  sorted by the change in %s, largest first; %d of %d functions shown\n\n",
@@ -120,7 +121,7 @@ function M.write(new, base, put, opts)
     local mark = not row.base and "  [new]" or not row.new and "  [gone]" or ""
     put(sformat("%12d  %+10d  %10.6f  %+10.6f  %7s  %10.6f  %+10.6f  %7s  %s%s\n",
       a.ncalls, row.d_ncalls, a.tottime, row.d_tottime, percent(row.d_tottime, b.tottime),
-      a.cumtime, row.d_cumtime, percent(row.d_cumtime, b.cumtime), row.name, mark))
+      a.cumtime, row.d_cumtime, percent(row.d_cumtime, b.cumtime), display(row.name), mark))
   end
   return rows
 end

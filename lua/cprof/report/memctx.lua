@@ -14,6 +14,7 @@
 local _ENV = require("cprof.env")()
 
 local pyfmt = require("cprof.pyfmt")
+local display = require("cprof.sanitize").display
 
 local M = {}
 
@@ -47,7 +48,7 @@ end
 local function stack_lines(m, k, out)
   local first = true
   while k ~= 0 do
-    out((first and "      " or "      <- ") .. m:label(m.frame[k]) .. "\n")
+    out((first and "      " or "      <- ") .. display(m:label(m.frame[k])) .. "\n")
     first = false
     k = m.parent[k]
   end
@@ -225,7 +226,7 @@ function M.types(m, out, opts)
     local life = r.frees > 0 and (rjust(sformat("%.6g", r.life / r.frees), 10) .. " "
       .. rjust(sformat("%.6g", r.min), 10) .. " " .. rjust(sformat("%.6g", r.max), 10))
       or string.rep(" ", 32)
-    out(row(r.allocs, r.frees, "(all)", life) .. "  " .. m:label(r.f) .. "\n")
+    out(row(r.allocs, r.frees, "(all)", life) .. "  " .. display(m:label(r.f)) .. "\n")
     for _, t in ipairs(M.TYPES) do
       local c = r.t[t]
       if c[1] > 0 then out((string.gsub(row(c[1], c[2], t, ""), "%s+$", "")) .. "\n") end

@@ -13,6 +13,7 @@ local _ENV = require("cprof.env")()
 local allocdata = require("cprof.allocdata")
 local allocator = require("cprof.report.allocator")
 local pyfmt = require("cprof.pyfmt")
+local display = require("cprof.sanitize").display
 
 local M = {}
 
@@ -45,8 +46,8 @@ end
 --- Lua types, kmemstat), or a line saying what the dump lacks.
 function M.print(s, out)
   local meta = s.meta
-  out(sformat("Summary of %s", s.file))
-  if type(meta.command) == "string" and meta.command ~= "" then out(": " .. meta.command) end
+  out(sformat("Summary of %s", display(s.file)))
+  if type(meta.command) == "string" and meta.command ~= "" then out(": " .. display(meta.command)) end
   out("\n\n")
   local c = charged(meta)
   if c then
@@ -105,7 +106,7 @@ function M.series(list, out)
     local now = COLUMNS[1][2](s)
     local growth = (now and prev) and now - prev or nil
     row[#row + 1] = rjust(growth and ((growth > 0 and "+" or "") .. int_str(growth)) or "", 13)
-    out(concat(row, " ") .. "  " .. s.file .. "\n")
+    out(concat(row, " ") .. "  " .. display(s.file) .. "\n")
     prev = now
   end
 end

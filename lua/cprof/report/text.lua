@@ -11,13 +11,14 @@ local funckey = require "cprof.funckey"
 local profdata = require "cprof.profdata"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"
+local sanitize = require "cprof.sanitize"
 
 local M = {}
 
 local type, ipairs, tostring = type, ipairs, tostring
 local sformat = string.format
 local int_str, f8, rjust = pyfmt.int_str, pyfmt.f8, pyfmt.rjust
-local func_std_string = funckey.func_std_string
+local display_name, display = funckey.display_name, sanitize.display
 
 --- The column header line (without newline).
 function M.title_line()
@@ -44,12 +45,12 @@ local function stats_line(key, r)
     .. (nc == 0 and "        " or f8(tt / nc)) .. " "
     .. f8(ct) .. " "
     .. (cc == 0 and "        " or f8(ct / cc)) .. " "
-    .. func_std_string(key)
+    .. display_name(key)
 end
 
 --- The file lines of st (Stats loaded from files), then an empty line if there were any.
 function M.print_files(st, out)
-  for _, f in ipairs(st.files) do out(f .. "\n") end
+  for _, f in ipairs(st.files) do out(display(f) .. "\n") end
   if #st.files > 0 then out("\n") end
 end
 
@@ -92,7 +93,7 @@ local function print_head(st, out)
   M.print_files(st, out)
   local indent = "        "
   for _, f in ipairs(st.top_level) do
-    out(indent .. " " .. tostring(f[3]) .. "\n")
+    out(indent .. " " .. display(tostring(f[3])) .. "\n")
   end
   local s = indent .. " " .. int_str(st.total_calls) .. " function calls "
   if st.total_calls ~= st.prim_calls then
@@ -104,7 +105,7 @@ local function print_head(st, out)
   if overhead then out(overhead .. "\n\n") end
   -- cprof turns LuaJIT's compiler off while it profiles, or compiled code would call no hook
   if profdata.on_luajit(st.meta) then
-    out("   cprof: profiled on " .. st.meta.lua_version .. " with the JIT compiler off: the times"
+    out("   cprof: profiled on " .. display(st.meta.lua_version) .. " with the JIT compiler off: the times"
       .. " are those of the interpreter\n\n")
   end
 end
@@ -124,7 +125,7 @@ local function print_warnings(st, out)
   end
   if meta.fast_path == "fallback" then
     out(sformat("   cprof: the fast path was not used: %s; every call was resolved through Lua's" ..
-                " public API\n\n", tostring(meta.fast_path_why)))
+                " public API\n\n", display(tostring(meta.fast_path_why))))
   end
   if type(meta.bias_clamped) == "number" and meta.bias_clamped > 0 then
     local per_event = type(meta.bias_lua_call) ~= "number" and
