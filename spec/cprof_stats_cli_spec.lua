@@ -328,6 +328,40 @@ make(100)
     assert.matches("List reduced from %d+ to 1 due to restriction <1>", out)
   end)
 
+  it("--diff: rows of typical names fit 100 columns; -u gives the unit of the times", function()
+    -- json_demo's busiest functions, as a run and a slower one recorded them
+    local function run(scale)
+      local entries = {}
+      for i, f in ipairs({ { "Decoder:object", 292, 28058 }, { "Decoder:skip_ws", 234, 599784 },
+                           { "Encoder:value", 146, 238490 }, { "escape_string", 40, 249351 } }) do
+        entries[i] = { file = "examples/json_demo.lua", line = f[2], name = f[1], what = "Lua",
+                       ncalls = f[3], pcalls = f[3], tottime = 0.25 * i * scale, cumtime = 1.5 * i * scale }
+      end
+      entries[5] = { file = "~", line = 0, name = "string.byte", what = "C", ncalls = 1019766,
+                     pcalls = 1019766, tottime = 0.5 * scale, cumtime = 0.5 * scale }
+      local path = tmp()
+      stats.new({ timer = "monotonic", unit = 1e-9, entries = entries }):dump_stats(path)
+      return path
+    end
+    local new, base = run(1.25), run(1)
+    local out, err, status = cli(q(new) .. " --diff " .. q(base))
+    assert.are.equal(0, status, err)
+    local rows = 0
+    for line in out:gmatch("[^\n]+") do
+      assert.is_true(#line <= 100, line)
+      if line:find("json_demo.lua:", 1, true) then rows = rows + 1 end
+    end
+    assert.are.equal(4, rows)
+    assert.matches("\n ncalls %+/%- tottime    %+/%-    %% cumtime    %+/%-    %% function\n", out)
+    assert.matches("\n1019766  %+0   0.625 %+0.125 %+25%%   0.625 %+0.125 %+25%% {string.byte}\n", out)
+    out, err, status = cli(q(new) .. " --diff " .. q(base) .. " -u ms")
+    assert.are.equal(0, status, err)
+    assert.matches("\n  %d+ function calls in 3750.000 ms, against %d+ in 3000.000: %+0 calls, %+750.000 ms"
+      .. " %(%+25%%%)\n", out)
+    assert.matches("\n ncalls %+/%-  tottime      %+/%-    %%  cumtime       %+/%-    %% function\n", out)
+    assert.matches("\n1019766  %+0  625.000 %+125.000 %+25%%  625.000  %+125.000 %+25%% {string.byte}\n", out)
+  end)
+
   -- Issue 13: the command line as a newcomer uses it (points 5 to 9 and the conventions).
   describe("command-line conventions", function()
     -- Runs `shell`, a command line that starts with cprof-stats's command, from `dir`.

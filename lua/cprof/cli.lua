@@ -141,8 +141,9 @@ local OPTIONS = {
              "cprof.Profile{lines = true}, or CPROF_LINES=1 with cprof.auto)." },
     set = function(o) o.views.lines = true end },
   { long = "unit", short = "u", arg = "UNIT",
-    help = { "With --lines: the unit of the Time and Per Hit columns, in seconds (1e-3) or",
-             "as s, ms, us or ns.  Default: 1e-6 (microseconds), as kernprof's -u." },
+    help = { "The unit of times, in seconds (1e-3) or as s, ms, us or ns: with --lines, of",
+             "the Time and Per Hit columns (default: 1e-6, microseconds, as kernprof's -u);",
+             "with --diff, of the times and their changes (default: seconds)." },
     set = function(o, v, fail)
       local u = UNITS[v] or tonumber(v)
       if not u or not (u > 0) or u == math.huge then

@@ -153,6 +153,7 @@ local function refused(o, allowed)
     { "--min-percent", x.min_percent ~= nil, "tree" }, { "-i", o.interactive },
     { "--stacks", x.stacks ~= nil and not x.leaks and not x.types, "stacks" },
     { "--focus", x.focus ~= nil, "paths" }, { "--hide", x.hide ~= nil, "paths" },
+    { "--unit", o.unit ~= nil, "unit" },
   }
   local bad = {}
   for _, g in ipairs(given) do
@@ -196,7 +197,7 @@ function M.cli_exports(o, fail, stdout)
   elseif x.format then
     allowed = { weight = true, svg = x.format == "svg", paths = true }
   else
-    allowed = { sort = true, limit = true, strip = true }
+    allowed = { sort = true, limit = true, strip = true, unit = true }
   end
   local bad = refused(o, allowed)
   if #bad > 0 then
@@ -265,7 +266,7 @@ function M.cli_exports(o, fail, stdout)
       end
       export.output(out, false, function(sink)
         require("cprof.report.diff").write(new, base, sink, { sort = o.sort[1],
-          restrictions = o.restrictions, names = { concat(files, " + "), x.base } })
+          restrictions = o.restrictions, names = { concat(files, " + "), x.base }, unit = o.unit })
       end)
     end
   end)

@@ -25,6 +25,15 @@ function M.title_line()
   return "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)"
 end
 
+-- The names of the units a time unit option (cprof-stats -u) takes, by seconds per unit.
+local UNIT_NAMES = { [1] = "s", [1e-3] = "ms", [1e-6] = "us", [1e-9] = "ns" }
+
+--- The name of a time unit of `u` seconds, for a heading: "s", "ms", "us", "ns", or "units of
+--- 0.5 s".
+function M.unit_name(u)
+  return UNIT_NAMES[u] or ("units of " .. pyfmt.g("%g", u) .. " s")
+end
+
 --- "1 time", "2 times": a count and its noun.
 function M.count(n, one, many)
   return int_str(n) .. " " .. (n == 1 and one or many)
