@@ -105,10 +105,12 @@ M.OPTIONS = {
     "charged to its contexts and the allocator's state when it was written (free,",
     "Lua types, kmemstat)." }),
   flag("memory-series", "series", {
-    "Print one row per FILE, in the order given, with the allocator's numbers when",
-    "each was written (Lua's bytes, live blocks, held, mapped, peak, live bytes",
-    "charged to contexts) and the growth since the one before: memory over time",
-    "from dumps taken one after another.  With --export svg, a line chart." }),
+    "Print one row per FILE with the allocator's numbers when each was written",
+    "(Lua's bytes, live blocks, held, mapped, peak, live bytes charged to contexts)",
+    "and the growth since the one before: memory over time from dumps taken one",
+    "after another, in the order they were taken (by their profile's start, then",
+    "by the numbers in their names: srv.2.prof before srv.10.prof).  With --export",
+    "svg, a line chart.  Exit status 1 when no FILE has memory numbers." }),
   { long = "focus", arg = "PATTERN",
     help = { "With --tree or --export: keep only the call paths through a function matching",
              "PATTERN, as pprof's -focus (a PATTERN operand does the same).  Repeatable: a",
@@ -229,6 +231,16 @@ function M.cli_exports(o, fail, stdout)
       local summary = require("cprof.report.summary")
       local list = {}
       for i, f in ipairs(files) do list[i] = summary.read(f) end
+      if x.series then
+        list = summary.in_order(list)
+        local any = false
+        for _, s in ipairs(list) do any = any or summary.has_memory(s) end
+        if not any then
+          fail(string.format("nothing to show: %s memory numbers (make %s with cprof's allocator"
+            .. " installed: CPROF_MEMORY=1 with cprof.auto)", #list == 1 and "the dump has no"
+            or "none of the " .. #list .. " dumps has", #list == 1 and "it" or "them"), 1)
+        end
+      end
       export.output(out, false, function(sink)
         if x.summary then
           for _, s in ipairs(list) do summary.print(s, sink) end
