@@ -311,6 +311,31 @@ local function parse(argv)
       operand[#o.restrictions] = true
     elseif a == "--" then
       options_ended = true
+    elseif string.sub(a, 2, 2) ~= "-" then
+      -- short options as getopt reads them: bundled (-ih), a value attached (-l1, -stottime)
+      -- or in the next argument (-l 1)
+      local j = 2
+      while j <= #a do
+        local name = "-" .. string.sub(a, j, j)
+        local opt = find_option(name)
+        if not opt then
+          fail("unknown option '" .. name .. "'" .. (#a > 2 and " in '" .. a .. "'" or "") .. " ("
+            .. (readable(a) and "to read the file " .. a .. ", put -- before it" or "see " .. PROG .. " --help")
+            .. ")")
+        end
+        if opt.arg then
+          local value = string.sub(a, j + 1)
+          if value == "" then
+            i = i + 1
+            value = argv[i]
+            if value == nil then fail("option " .. name .. " needs an argument (" .. opt.arg .. ")") end
+          end
+          opt.set(o, value, fail)
+          break
+        end
+        opt.set(o, nil, fail)
+        j = j + 1
+      end
     else
       local name, value = string.match(a, "^(%-%-[^=]+)=(.*)$")
       name = name or a
@@ -447,6 +472,11 @@ local function load_file(stats, file)
   if not ok then
     local msg = plain(st)
     if string.sub(msg, 1, #file + 2) ~= file .. ": " then msg = file .. ": " .. msg end
+    -- an operand that names a file is a FILE: one that is no profile at all may have been
+    -- meant as a pattern
+    if stats.file_kind(file) == nil and require("cprof.dump").is_regular(file) then
+      msg = msg .. " (if '" .. file .. "' was meant as a pattern, give it as --match '" .. file .. "')"
+    end
     fail(msg)
   end
   return st
