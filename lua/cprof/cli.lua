@@ -94,8 +94,9 @@ local OPTIONS = {
              "nfl, pcalls, stdname, time, tottime, or any prefix that is unambiguous in",
              "meaning (cum, tot, ...); for profiles with memory also alloc or alloc_bytes",
              "(allocated bytes), allocs or alloc_count (allocations) and live (live bytes),",
-             "all largest first.  Repeat it, or separate keys with commas, to sort by",
-             "several keys (--sort calls --sort name, --sort calls,name).",
+             "all largest first; a memory key alone prints the memory table (--memory's,",
+             "without the allocator's reports).  Repeat it, or separate keys with commas,",
+             "to sort by several keys (--sort calls --sort name, --sort calls,name).",
              "Default: cumulative; alloc with --memory alone." },
     set = function(o, v)
       for key in string.gmatch(v, "[^,]+") do o.sort[#o.sort + 1] = key end
@@ -143,7 +144,9 @@ local OPTIONS = {
   { long = "unit", short = "u", arg = "UNIT",
     help = { "The unit of times, in seconds (1e-3) or as s, ms, us or ns: with --lines, of",
              "the Time and Per Hit columns (default: 1e-6, microseconds, as kernprof's -u);",
-             "with --diff, of the times and their changes (default: seconds)." },
+             "with --diff, of the times and their changes (default: seconds); with",
+             "--memory-types and --stacks, of the lifetimes (default: each its own, as",
+             "2.50 ms)." },
     set = function(o, v, fail)
       local u = UNITS[v] or tonumber(v)
       if not u or not (u > 0) or u == math.huge then
@@ -587,7 +590,9 @@ local function main(argv)
     fail("options --lines and --memory do not go with --json (its rows hold the line and memory"
       .. " records whenever the profile has them)")
   end
-  if o.unit and not o.views.lines then fail("option --unit goes with --lines") end
+  if o.unit and not o.views.lines then
+    fail("option --unit goes with --lines, --diff, --memory-types or --memory --stacks")
+  end
 
   local stats = require("cprof.stats")
   local sortkeys = require("cprof.sortkeys")
@@ -643,7 +648,10 @@ local function main(argv)
   end
 
   local views = {}
-  if o.views.stats or not (tables or o.views.lines or o.views.memory) then
+  if memory_key and not (tables or o.views.lines or o.views.memory) then
+    -- sorted by memory: the table whose columns are the memory numbers sorted by
+    views[#views + 1] = "memory"
+  elseif o.views.stats or not (tables or o.views.lines or o.views.memory) then
     views[#views + 1] = "stats"
   end
   if o.views.callers then views[#views + 1] = "callers" end

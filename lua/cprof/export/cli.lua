@@ -193,7 +193,9 @@ function M.cli_exports(o, fail, stdout)
     end
     allowed = {}
   elseif memctx then
-    allowed = { memory = x.stacks ~= nil, sort = x.stacks ~= nil, stacks = true }
+    -- --limit cuts the rows of --leaks and --memory-types; --unit is that of lifetimes
+    allowed = { memory = x.stacks ~= nil, sort = x.stacks ~= nil, stacks = true,
+                limit = not x.stacks or x.leaks or x.types, unit = not x.leaks }
   elseif x.tree then
     allowed = { memory = true, tree = true, paths = true }
   elseif x.format then
@@ -254,8 +256,12 @@ function M.cli_exports(o, fail, stdout)
       local m = export.model(files)
       export.output(out, false, function(sink)
         local report = require("cprof.report.memctx")
+        local limits = {}
+        for _, r in ipairs(o.restrictions) do
+          if type(r) == "number" then limits[#limits + 1] = r end
+        end
         local opts = { patterns = patterns, title = concat(files, " + "), count = x.stacks,
-                       by = o.sort[#o.sort] }
+                       by = o.sort[#o.sort], limits = limits, unit = o.unit }
         report[x.leaks and "leaks" or x.types and "types" or "stacks"](m, sink, opts)
       end)
     elseif x.format then

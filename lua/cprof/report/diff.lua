@@ -27,7 +27,7 @@ local restrictions = require("cprof.restrictions")
 local display = require("cprof.sanitize").display
 local text = require("cprof.report.text")
 
-local abs, floor, sformat, tostring, ipairs, type = math.abs, math.floor, string.format, tostring,
+local abs, sformat, tostring, ipairs, type = math.abs, string.format, tostring,
   ipairs, type
 local srep, concat = string.rep, table.concat
 
@@ -83,11 +83,7 @@ local function restrict(rows, r)
     end
     return out
   end
-  local n = r
-  if r < 1 then n = floor(#rows * r + 0.5) end
-  local out = {}
-  for i = 1, math.min(n, #rows) do out[i] = rows[i] end
-  return out
+  return restrictions.limit(rows, r)
 end
 
 -- The change in percent of the base: one decimal under 10%, none above (5 characters up to

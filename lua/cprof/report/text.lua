@@ -34,6 +34,25 @@ function M.unit_name(u)
   return UNIT_NAMES[u] or ("units of " .. pyfmt.g("%g", u) .. " s")
 end
 
+--- A duration of `x` seconds as text: with `unit` (seconds per unit: cprof-stats -u), its number
+--- of units with three decimals, for a column whose heading names the unit; without, in the
+--- largest of s, ms, us and ns that keeps it at least 1, to three significant digits, with
+--- that unit ("2.50 ms", "312 ns", "0 s").
+function M.duration(x, unit)
+  if unit then return sformat("%.3f", x / unit) end
+  if x == 0 then return "0 s" end
+  local u = 1e-9
+  for _, v in ipairs({ 1, 1e-3, 1e-6 }) do
+    if math.abs(x) >= v then
+      u = v
+      break
+    end
+  end
+  local n = x / u
+  local a = math.abs(n)
+  return sformat(a >= 99.95 and "%.0f %s" or a >= 9.995 and "%.1f %s" or "%.2f %s", n, UNIT_NAMES[u])
+end
+
 --- "1 time", "2 times": a count and its noun.
 function M.count(n, one, many)
   return int_str(n) .. " " .. (n == 1 and one or many)
