@@ -83,9 +83,6 @@ M.ENVIRONMENT = {
       .. " come first for Lua 5.4" },
 }
 
--- Seconds per unit for the names --unit accepts besides a number.
-local UNITS = { s = 1, ms = 1e-3, us = 1e-6, ns = 1e-9 }
-
 -- One entry per option.  `arg` names the value the option takes (nil: a flag); `set` stores
 -- what was given in the settings table `o` (and `fail` reports a bad value).
 local OPTIONS = {
@@ -148,8 +145,8 @@ local OPTIONS = {
              "--memory-types and --stacks, of the lifetimes (default: each its own, as",
              "2.50 ms)." },
     set = function(o, v, fail)
-      local u = UNITS[v] or tonumber(v)
-      if not u or not (u > 0) or u == math.huge then
+      local u = require("cprof.report.text").unit_of(v)
+      if not u then
         fail("option --unit: '" .. v .. "' is not a positive number of seconds, s, ms, us or ns")
       end
       o.unit = u
@@ -178,8 +175,11 @@ local OPTIONS = {
     set = function(o) o.json = true end },
   { long = "interactive", short = "i",
     help = { "Browse the FILEs interactively, as python -m pstats does: commands read,",
-             "add, sort, stats, callers, callees, reverse, strip, help, quit.  The first",
-             "FILE is read and the others added; every argument with -i is a FILE." },
+             "add, sort, stats, callers, callees, reverse, strip, help, quit, and cprof's",
+             "views tree, lines, memory, allocator, leaks, stacks, types, diff, export and",
+             "unit (help VIEW explains each).  On a terminal, lines can be edited and",
+             "recalled (Up, Down) and Tab completes commands, keys and file names.  The",
+             "first FILE is read and the others added; every argument with -i is a FILE." },
     set = function(o) o.interactive = true end },
   { long = "prompt",
     help = { "With -i: print the prompt even when standard input is not a terminal." },

@@ -15,7 +15,7 @@ local sanitize = require "cprof.sanitize"
 
 local M = {}
 
-local type, ipairs, tostring = type, ipairs, tostring
+local type, ipairs, pairs, tostring, tonumber = type, ipairs, pairs, tostring, tonumber
 local sformat = string.format
 local int_str, f8, rjust = pyfmt.int_str, pyfmt.f8, pyfmt.rjust
 local display_name, display = funckey.display_name, sanitize.display
@@ -32,6 +32,17 @@ local UNIT_NAMES = { [1] = "s", [1e-3] = "ms", [1e-6] = "us", [1e-9] = "ns" }
 --- 0.5 s".
 function M.unit_name(u)
   return UNIT_NAMES[u] or ("units of " .. pyfmt.g("%g", u) .. " s")
+end
+
+--- The seconds per unit that a time unit option (cprof-stats -u) gives: s, ms, us, ns, or a
+--- positive number of seconds; nil for anything else.
+function M.unit_of(v)
+  for u, name in pairs(UNIT_NAMES) do
+    if v == name then return u end
+  end
+  local u = tonumber(v)
+  if u and u > 0 and u ~= math.huge then return u end
+  return nil
 end
 
 --- A duration of `x` seconds as text: with `unit` (seconds per unit: cprof-stats -u), its number
