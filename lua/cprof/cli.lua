@@ -6,8 +6,8 @@
 --   cprof-stats --verify FILE...
 --
 -- `cprof-stats --help` explains every option.  Exit status: 0; 1 when nothing matched (one line
--- on stderr says so, nothing on stdout); 2 for a bad command line or an unreadable file (one
--- line on stderr).
+-- on stderr says so, nothing on stdout); 2 for a bad command line, an unreadable file or a
+-- report that could not be written whole (one line on stderr).
 --
 -- The command line is described by the tables below: the parser, the help text, the error
 -- messages and the manual page (tools/mkman.lua renders man/cprof-stats.1 from them) all come
@@ -68,10 +68,11 @@ M.EXAMPLES = {
 M.EXIT_STATUS = {
   { "0", "the report was printed" },
   { "1", "nothing matched: the patterns and --limit left no function, or no function they left"
-      .. " has what the report shows (--lines); one line on stderr says so, and nothing is"
-      .. " printed" },
+      .. " has what the report shows (--lines), or no FILE has memory numbers (--memory-series);"
+      .. " one line on stderr says so, and nothing is printed" },
   { "2", "a bad command line, or a FILE that cannot be read: one line on stderr names the option"
-      .. " or the file and says what is wrong; with --verify, a FILE that is damaged" },
+      .. " or the file and says what is wrong; with --verify, a FILE that is damaged; a report"
+      .. " that could not be written whole (standard output: No space left on device)" },
 }
 
 --- { variable, meaning }.
