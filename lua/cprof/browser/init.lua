@@ -126,14 +126,14 @@ end
 -- Commands (do_<name>(self, arg, column) returns true to leave the browser)
 ---------------------------------------------------------------------------
 
--- The arguments of stats/callers/callees, as pstats' generic() reads them: ints; floats,
--- dropped with a message when outside [0, 1]; anything else is a pattern.  Quoted words are
--- always patterns.
-function Browser:generic(method, arg, column)
+--- The restrictions in `arg`, as pstats' generic() reads them: ints; floats, dropped with a
+--- message when outside [0, 1]; anything else is a pattern (quoted words always are).  Returns
+--- them as a list with n, or nil after printing the syntax error of a malformed line.
+function Browser:restrictions(arg, column)
   local words, err = grammar.words(arg, column)
   if not words then
     self:print("*** Syntax error: " .. err)
-    return
+    return nil
   end
   local args = { n = 0 }
   for _, w in ipairs(words) do
@@ -144,6 +144,13 @@ function Browser:generic(method, arg, column)
       args[args.n] = w.value
     end
   end
+  return args
+end
+
+-- stats, callers and callees: their method with the restrictions of `arg`.
+function Browser:generic(method, arg, column)
+  local args = self:restrictions(arg, column)
+  if not args then return end
   if self.stats then
     self.stats[method](self.stats, unpack(args, 1, args.n))
   else

@@ -70,7 +70,7 @@ local function words(b, arg, column)
     local into = w.kind == "int" and ints or w.kind == "float" and floats or strings
     into[#into + 1] = w.value
   end
-  return ints, floats, strings, list
+  return ints, floats, strings
 end
 
 -- Runs view(put) with put writing to the browser; an error of the view (a profile without a
@@ -87,34 +87,18 @@ local function model(b)
   return require("cprof.export").model(b.stats)
 end
 
--- The restrictions of `arg` as pstats' commands take them, with a message for a bad fraction.
-local function restrictions(b, arg, column)
-  local ints, floats, strings, list = words(b, arg, column)
-  if not ints then return nil end
-  local out = { n = 0 }
-  for _, w in ipairs(list) do
-    if w.kind == "float" and (w.value > 1 or w.value < 0) then
-      b:print("Fraction argument must be in [0, 1]")
-    else
-      out.n = out.n + 1
-      out[out.n] = w.value
-    end
-  end
-  return out, strings
-end
-
 M.DISPATCH = {}
 local D = M.DISPATCH
 
 function D.lines(b, arg, column)
-  local sel = restrictions(b, arg, column)
+  local sel = b:restrictions(arg, column)
   if not sel then return end
   b.stats.line_unit = b.unit or 1e-6
   show(b, function() b.stats:print_lines(unpack(sel, 1, sel.n)) end)
 end
 
 function D.memory(b, arg, column)
-  local sel = restrictions(b, arg, column)
+  local sel = b:restrictions(arg, column)
   if sel then show(b, function() b.stats:print_memory(unpack(sel, 1, sel.n)) end) end
 end
 
@@ -158,7 +142,7 @@ function D.diff(b, arg, column)
     b:print("*** diff needs the FILE of the profile to compare with (help diff)")
     return
   end
-  local sel = restrictions(b, rest, column + #arg - #rest)
+  local sel = b:restrictions(rest, column + #arg - #rest)
   if not sel then return end
   show(b, function(put)
     local base = require("cprof.stats").new(file)
