@@ -16,7 +16,8 @@ describe("cprof-stats' output", function()
     pending("cprof-stats specs: " .. why)
     return
   end
-  local lua54 = env .. S.child_env()
+  -- a lua5.4 child with this checkout's modules (under LuaJIT, the lua5.4 build of cprof.core)
+  local lua54 = S.child_env(S.jit and "LUA_CPATH=" .. q(S.absolute(ROOT) .. "/build/lua5.4/?.so;;") or "")
   -- (in a subshell, so that a redirection in `args` is not undone by capture's own)
   local function cli(args) return S.capture("(" .. env .. "lua5.4 " .. q(SCRIPT) .. " " .. args .. ")") end
 

@@ -388,7 +388,7 @@ function Browser:cmdloop()
       if why == "interrupted" then error("interrupted", 0) end
     else
       if self.show_prompt then
-        self:write(self.prompt)
+        self:write(display(self.prompt))
       end
       self:flush()
       line = self.input:read("*l")
