@@ -39,8 +39,11 @@ describe("Profile options (issue 13, point 10)", function()
       err_of(cprof.Profile, { tree_cp = 5 }))
     assert.are.equal("cprof: options have names (Profile{lines = true}); a number is no name",
       err_of(cprof.Profile, { true }))
-    assert.are.equal("cprof: option 'lines' must be true or false, not a string",
+    -- lines also takes a list of functions (docs/API.md): the message says so
+    assert.are.equal("cprof: option 'lines' must be true, false or a list of functions, not a string",
       err_of(cprof.Profile, { lines = "yes" }))
+    assert.are.equal("cprof: option 'lines' must be true, false or a list of functions, not a number",
+      err_of(cprof.Profile, { lines = 5 }))
     assert.are.equal("bad argument #1 to 'Profile' (table expected, got number)",
       err_of(cprof.Profile, 42))
   end)

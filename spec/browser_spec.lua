@@ -14,6 +14,11 @@ local SCRIPT = ROOT .. "/bin/cprof-stats"
 local DATE = "%a%a%a %a%a%a [ %d]%d %d%d:%d%d:%d%d %d%d%d%d    "
 local function no_dates(text) return (text:gsub(DATE, "<date>    ")) end
 
+-- What `help` lists after pstats' commands: cprof's views (pstats has none of them).
+local VIEWS_HELP = "cprof's views (type help <topic>):\n"
+  .. "==================================\n"
+  .. "allocator  diff  export  leaks  lines  memory  stacks  tree  types  unit\n\n"
+
 -- fibdemo_det.prof of golden_browser.txt, as a pstats file: the raw dict of golden_det.txt in
 -- the order CPython's dict had it (the "Random listing order" of the session shows it).
 local F = "/home/user/demo/fibdemo_det.py"
@@ -216,7 +221,7 @@ describe("cprof.browser commands", function()
     local out = session({ "help" })
     assert.are.equal("\nDocumented commands (type help <topic>):\n"
       .. "========================================\n"
-      .. "EOF  add  callees  callers  help  quit  read  reverse  sort  stats  strip\n\n", out)
+      .. "EOF  add  callees  callers  help  quit  read  reverse  sort  stats  strip\n\n" .. VIEWS_HELP, out)
     local texts = {
       add = "Add profile info from given file to current statistics object.\n",
       EOF = "Leave the profile browser.\n",
@@ -319,7 +324,9 @@ describe("cprof-stats -i", function()
     local out, err, status = pipe(dir, commands(list), "fibdemo_det.prof", "CPROF_PROMPT=1")
     assert.are.equal("", err)
     assert.are.equal(0, status)
-    assert.are.equal(no_dates(golden("golden_browser.txt")), no_dates(out))
+    -- cprof's views are the one addition to CPython's text
+    local at = assert(out:find(VIEWS_HELP, 1, true))
+    assert.are.equal(no_dates(golden("golden_browser.txt")), no_dates(out:sub(1, at - 1) .. out:sub(at + #VIEWS_HELP)))
     -- --prompt does the same
     local out2 = pipe(dir, commands(list), "fibdemo_det.prof --prompt")
     assert.are.equal(no_dates(out), no_dates(out2))
@@ -369,5 +376,320 @@ describe("cprof-stats -i", function()
     assert.are.equal("", out)
     assert.are.equal("cprof-stats: option -i takes only FILEs and --prompt or --no-prompt, not --sort"
       .. " (use the browser's commands)\n", err)
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- cprof's views as commands, completion and line editing
+---------------------------------------------------------------------------
+
+-- A dump made by hand: main calls work (10 tables allocated, 4 freed, lines 2 and 3 hit) and
+-- the C function print, with memory per node, Lua types and lifetimes.
+local function views_data()
+  local function g(n, cols) cols.n = n return cols end
+  local nodes = g(3, { parent = { 0, 1, 1 }, frame = { 1, 2, 3 }, ncalls = { 1, 2, 1 }, pcalls = { 1, 2, 1 },
+    tottime = { 1, 6, 3 }, cumtime = { 10, 6, 3 }, alloc_count = { 0, 10, 1 }, alloc_bytes = { 0, 560, 24 },
+    free_count = { 0, 4, 0 }, free_bytes = { 0, 224, 0 }, min_size = { 0, 56, 24 }, max_size = { 0, 56, 24 },
+    life_total = { 0, 0.004, 0 }, life_min = { 0, 0.0005, 0 }, life_max = { 0, 0.002, 0 },
+    alloc_time = { 0, 0, 0 }, free_time = { 0, 0, 0 } })
+  for _, t in ipairs({ "raw", "string", "table", "function", "userdata", "thread", "upvalue", "proto", "other" }) do
+    nodes[t .. "_allocs"], nodes[t .. "_frees"] = { 0, 0, 0 }, { 0, 0, 0 }
+  end
+  nodes.table_allocs, nodes.table_frees, nodes.string_allocs = { 0, 10, 0 }, { 0, 4, 0 }, { 0, 0, 1 }
+  local frames = g(3, { kind = { "main", "Lua", "C" }, file = { "m.lua", "m.lua", "~" }, line = { 0, 1, 0 },
+    lastline = { 9, 4, -1 }, name = { "<main chunk>", "work", "print" }, ncalls = { 1, 2, 1 },
+    pcalls = { 1, 2, 1 }, tottime = { 1, 6, 3 }, cumtime = { 10, 6, 3 } })
+  for _, c in ipairs({ "alloc_count", "alloc_bytes", "free_count", "free_bytes", "min_size", "max_size" }) do
+    frames[c] = nodes[c]
+  end
+  return {
+    meta = { timer = "counter", unit = 1, bias = 0, start_time = 1, total_time = 10, pid = 7,
+             tree_cap = 100, tree_folded = 0, dropped = 0, memory = true },
+    frames = frames,
+    edges = g(2, { caller = { 1, 1 }, callee = { 2, 3 }, ncalls = { 2, 1 }, pcalls = { 2, 1 },
+                   tottime = { 6, 3 }, cumtime = { 6, 3 } }),
+    nodes = nodes,
+    lines = g(2, { frame = { 2, 2 }, line = { 2, 3 }, hits = { 2, 4 }, time = { 2, 4 } }),
+  }
+end
+
+describe("cprof.browser: cprof's views", function()
+  if not has_lpeg then return pending("LPeg is not installed for this Lua") end
+  local env, why = S.lua54_env(ROOT)
+  if not env or not require("cprof.core").write_dump then
+    return pending("cprof-stats: " .. (why or "cprof.core has no write_dump"))
+  end
+  local browser = require "cprof.browser"
+  local dir = S.new_dir()
+  setup(function()
+    require("cprof.dump").write(dir .. "/v.prof", views_data())
+    W.write(dir .. "/fibdemo_det.prof", W.pstats(FIBDEMO))
+  end)
+  teardown(function() S.remove_dir(dir) end)
+
+  -- The browser's output for the commands `lines` after reading `file` (default v.prof) of
+  -- dir, named as cprof-stats -i names it when run in dir.
+  local function session(lines, file)
+    local buf, i = {}, 0
+    local b = browser.new {
+      prompt = false, line_editing = false,
+      input = { read = function() i = i + 1; return lines[i] end },
+      output = { write = function(_, ...) for _, s in ipairs({ ... }) do buf[#buf + 1] = s end end },
+    }
+    b:load(dir .. "/" .. (file or "v.prof"))
+    b.names = { file or "v.prof" }
+    b:cmdloop()
+    return table.concat(buf)
+  end
+  local function cli(args)
+    local out, err, status = S.capture(("cd %s && %slua5.4 %s %s"):format(q(dir), env, q(SCRIPT), args))
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    return out
+  end
+
+  it("prints what cprof-stats prints with the option of the same view", function()
+    for _, case in ipairs({
+      { "tree", "v.prof --tree" }, { "tree 1", "v.prof --tree --depth 1" },
+      { "tree 40.0", "v.prof --tree --min-percent 40" }, { "tree work", "v.prof --tree work" },
+      { "leaks", "v.prof --leaks" }, { "leaks 1", "v.prof --leaks -l 1" },
+      { "types", "v.prof --memory-types" }, { "stacks 1 live", "v.prof --memory --stacks 1 --sort live" },
+      { "unit ms\ntypes", "v.prof --memory-types -u ms" },
+    }) do
+      local cmds = {}
+      for c in case[1]:gmatch("[^\n]+") do cmds[#cmds + 1] = c end
+      assert.are.equal(cli(case[2]), session(cmds), case[1])
+    end
+    -- the views that Stats prints: the same text as cprof-stats' without its file lines
+    local function no_file_lines(s) return (no_dates(s):gsub("<date>    [^\n]*\n\n", "")) end
+    assert.are.equal(no_file_lines(cli("v.prof --memory --sort alloc work")),
+      no_file_lines(session({ "sort alloc", "memory work" })))
+    assert.are.equal(cli("v.prof --lines -u 1"), session({ "unit 1", "lines" }))
+    assert.are.equal(cli("v.prof --lines"), session({ "lines" }))
+    assert.are.equal(cli("v.prof --diff v.prof -u us"):gsub("v.prof against v.prof", "X"),
+      session({ "unit us", "diff " .. dir .. "/v.prof" }):gsub("v.prof against [^\n]*", "X"))
+  end)
+
+  it("export writes a file; help has a text for every view", function()
+    local out = session({ "export folded " .. dir .. "/v.folded" })
+    assert.are.equal("Wrote the folded export of v.prof to " .. dir .. "/v.folded.\n", out)
+    assert.are.equal(S.read_file(dir .. "/v.folded"), cli("v.prof --export folded"))
+    for _, name in ipairs(require("cprof.browser.views").COMMANDS) do
+      assert.matches("^" .. name .. "[ :]", session({ "help " .. name }))
+    end
+  end)
+
+  it("says in one line what a view cannot show, and goes on", function()
+    local out = session({ "tree", "leaks", "stats 0" }, "fibdemo_det.prof")
+    local first, second = out:match("^([^\n]*)\n([^\n]*)\n")
+    assert.matches("^%-%-tree needs the call tree, and this profile has none", first)
+    assert.matches("no memory numbers", second)
+    assert.matches("function calls", out)
+    assert.are.equal("*** diff needs the FILE of the profile to compare with (help diff)\n"
+      .. "*** export needs a FORMAT and a FILE (help export)\n"
+      .. "*** unit: 'fast' is not a positive number of seconds, s, ms, us or ns\n"
+      .. "*** Syntax error: unterminated quoted string at column 6: 'x\n",
+      session({ "diff", "export svg", "unit fast", "tree 'x" }))
+    -- without a statistics object
+    local b = browser.new { prompt = false, line_editing = false,
+      input = { read = function() return nil end }, output = S.collector() }
+    for _, c in ipairs({ "tree", "lines", "memory", "leaks", "diff x", "export svg x" }) do
+      local o = S.collector()
+      b.output = o
+      b:onecmd(c)
+      assert.are.equal(browser.NOT_LOADED .. "\n", o.text(), c)
+    end
+  end)
+end)
+
+describe("cprof.browser.lineedit", function()
+  local lineedit = require "cprof.browser.lineedit"
+
+  -- The lines read from `keys` (and "nil"/"interrupted" for what ended the reading) and all
+  -- that was written, by an editor `columns` wide with history `history`.
+  local function keys(k, opts)
+    opts = opts or {}
+    local i, out = 0, {}
+    local le = lineedit.new { columns = opts.columns or 40, complete = opts.complete,
+      input = { read = function() i = i + 1; if i <= #k then return k:sub(i, i) end end },
+      output = { write = function(_, ...) for _, s in ipairs({ ... }) do out[#out + 1] = s end end } }
+    local lines = {}
+    repeat
+      local line, why = le:edit(opts.prompt or "% ")
+      lines[#lines + 1] = line or tostring(why)
+    until line == nil
+    return lines, table.concat(out), le
+  end
+
+  it("edits the line: moves, inserts, deletes and cuts", function()
+    local L, R, HOME, END, DEL = "\27[D", "\27[C", "\27[H", "\27[F", "\27[3~"
+    for input, want in pairs({
+      ["abc" .. L .. L .. "X\r"] = "aXbc", ["abc" .. L .. L .. R .. "X\r"] = "abXc",
+      ["bc" .. HOME .. "a" .. END .. "d\r"] = "abcd", ["bc\27[1~a\27[4~d\r"] = "abcd",
+      ["bc\27OHa\27OFd\r"] = "abcd", ["bc\1a\5d\r"] = "abcd", ["ac\2b\6d\r"] = "abcd",
+      ["abcd\127\127\r"] = "ab", ["abcd" .. HOME .. DEL .. "\4\r"] = "cd", ["abcd\2\2\11\r"] = "ab",
+      ["abcd\2\2\21\r"] = "cd", ["sort  calls name\23\23\r"] = "sort  ", ["x\8\8y\r"] = "y",
+      ["h\195\169llo" .. L .. L .. L .. "\127\r"] = "hllo", ["h\195\169" .. L .. "!\r"] = "h!\195\169",
+      -- keys that are no character put nothing in the line
+      ["a\27[5~\7\0\27[1;5Cb\r"] = "ab", ["a\255\192b\r"] = "ab",
+    }) do
+      assert.are.same({ want, "nil" }, (keys(input)), input)
+    end
+  end)
+
+  it("ends at Enter, at the end of the input, at Ctrl-D on an empty line; Ctrl-C interrupts", function()
+    assert.are.same({ "a", "b", "nil" }, (keys("a\rb\n")))
+    assert.are.same({ "nil" }, (keys("\4more")))
+    assert.are.same({ "interrupted" }, (keys("abc\3")))
+    local _, out = keys("ab\3")
+    assert.matches("%^C$", out)
+  end)
+
+  it("walks the history with Up and Down (Ctrl-P, Ctrl-N), keeping the line being written", function()
+    local UP, DOWN = "\27[A", "\27[B"
+    local lines, _, le = keys("one\rtwo\rtwo\r\r" .. UP .. UP .. "!\r" .. "dra" .. UP .. DOWN .. "ft\r"
+      .. "\16\16\16\14\r")
+    assert.are.same({ "one", "two", "two", "", "one!", "draft", "one!", "nil" }, lines)
+    -- no empty line, no line twice in a row
+    assert.are.same({ "one", "two", "one!", "draft", "one!" }, le.history)
+  end)
+
+  it("completes with Tab: one candidate whole, several to what they share, listed at the second Tab", function()
+    local words = { "stats", "stacks", "strip", "sort", "dir/" }
+    local function complete(before)
+      local word, out = before:match("(%S*)$"), {}
+      for _, w in ipairs(words) do if w:sub(1, #word) == word then out[#out + 1] = w end end
+      return out
+    end
+    local opts = { complete = complete }
+    assert.are.same({ "stats 3", "nil" }, (keys("stat\t3\r", opts)))
+    assert.are.same({ "strip", "nil" }, (keys("st\tr\t\127\r", opts)))
+    assert.are.same({ "dir/x", "nil" }, (keys("d\tx\r", opts)))
+    local lines, out = keys("st\t\t\r", opts)
+    assert.are.same({ "st", "nil" }, lines)
+    assert.matches("\7", out)                                -- the first Tab rings
+    assert.matches("\nstacks  stats   strip\n", out)         -- the second lists them
+    assert.are.same({ "x", "nil" }, (keys("x\t\r", opts)))  -- none: nothing changes
+  end)
+
+  it("scrolls a line longer than the terminal is wide, the cursor always shown", function()
+    local long = string.rep("abcdefghij", 5)
+    local lines, out = keys(long .. "\1\r", { columns = 20 })
+    assert.are.same({ long, "nil" }, lines)
+    -- every redraw fits the 20 columns: the prompt and at most 17 characters of the line
+    for drawn in out:gmatch("\r%% ([^\27]*)\27%[K") do assert.is_true(#drawn <= 17, drawn) end
+    -- at the end, the line's tail; after Ctrl-A, its head, the cursor after the prompt
+    assert.matches("\r%% defghijabcdefghij\27%[K\r\27%[19C\r%% abcdefghijabcdefg\27%[K\r\27%[2C\n", out)
+  end)
+
+  it("the browser completes commands, help topics, sort keys, formats and file names", function()
+    if not has_lpeg then return pending("LPeg is not installed for this Lua") end
+    local b = require("cprof.browser").new { prompt = false, line_editing = false,
+      input = { read = function() end }, output = S.collector() }
+    local function sorted(t) table.sort(t) return t end
+    assert.are.same({ "stacks", "stats", "strip" }, sorted(b:complete("st")))
+    assert.are.same({ "tree", "types" }, sorted(b:complete("  t")))
+    assert.are.same({ "leaks", "lines" }, sorted(b:complete("help l")))
+    assert.are.same({ "cumtime", "cumulative" }, sorted(b:complete("sort calls cu")))
+    assert.are.same({ "alloc", "alloc_bytes", "alloc_count", "allocs" }, sorted(b:complete("sort all")))
+    assert.are.same({ "speedscope", "svg" }, sorted(b:complete("export s")))
+    assert.are.same({ "live" }, b:complete("stacks 3 l"))
+    assert.are.same({}, b:complete("stats fi"))
+    local dir = S.new_dir()
+    S.write_file(dir .. "/one.prof", "")
+    S.write_file(dir .. "/.hidden", "")
+    assert(os.execute("mkdir " .. q(dir .. "/sub")))
+    assert.are.same({ dir .. "/one.prof" }, b:complete("read " .. dir .. "/o"))
+    assert.are.same({ dir .. "/one.prof", dir .. "/sub/" }, sorted(b:complete("add " .. dir .. "/")))
+    assert.are.same({ dir .. "/.hidden" }, b:complete("diff " .. dir .. "/."))
+    assert.are.same({ dir .. "/sub/" }, b:complete("export svg " .. dir .. "/s"))
+    S.remove_dir(dir)
+  end)
+end)
+
+-- Drives cprof-stats -i through a pseudo-terminal (python3's pty module): for each step, waits
+-- for the text `wait` on the terminal, then types `keys`.  Returns what the terminal showed and
+-- the exit status.
+local PTY = [==[
+import os, pty, select, sys, time
+steps = [(s.split("\x1f")[0].encode(), s.split("\x1f")[1].encode()) for s in sys.argv[2].split("\x1e")]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp("sh", ["sh", "-c", sys.argv[1]])
+seen, deadline = b"", time.time() + 120
+def read():
+    global seen
+    r, _, _ = select.select([fd], [], [], max(0, deadline - time.time()))
+    if not r: sys.exit("timed out; the terminal showed: %r" % seen)
+    try: data = os.read(fd, 4096)
+    except OSError: data = b""
+    seen += data
+    return data
+for wait, keys in steps:
+    while wait not in seen:
+        if not read(): sys.exit("ended; the terminal showed: %r" % seen)
+    seen = seen.replace(wait, b"<seen>", 1)
+    os.write(fd, keys)
+while read(): pass
+_, status = os.waitpid(pid, 0)
+sys.stdout.buffer.write(seen + b"\nstatus %d\n" % os.WEXITSTATUS(status))
+]==]
+
+describe("cprof-stats -i on a terminal", function()
+  if not has_lpeg then return pending("LPeg is not installed for this Lua") end
+  local env, why = S.lua54_env(ROOT)
+  local python = os.execute("python3 -c 'import pty' 2>/dev/null")
+  if not env or not require("cprof.core").write_dump then
+    return pending("cprof-stats: " .. (why or "cprof.core has no write_dump"))
+  end
+  if not (python == true or python == 0) then return pending("python3 and its pty module are needed") end
+  local dir = S.new_dir()
+  setup(function() require("cprof.dump").write(dir .. "/v.prof", views_data()) end)
+  teardown(function() S.remove_dir(dir) end)
+
+  -- `after`: a shell command run on the terminal once cprof-stats has ended.
+  local function drive(steps, after)
+    local script = dir .. "/drive.py" -- (not pty.py: python would import it as pty)
+    S.write_file(script, PTY)
+    local list = {}
+    for i, st in ipairs(steps) do list[i] = st[1] .. "\31" .. st[2] end
+    local cmd = ("cd %s && TERM=xterm %s lua5.4 %s -i v.prof%s"):format(q(dir), env, q(SCRIPT),
+      after and "; " .. after or "")
+    local out, err, status = S.capture("python3 " .. q(script) .. " " .. q(cmd) .. " " .. q(table.concat(list, "\30")))
+    assert.are.equal("", err)
+    assert.are.equal(0, status)
+    return out
+  end
+
+  it("edits, recalls and completes lines; the keys never show raw", function()
+    local P = "v.prof% "
+    local out = drive({
+      { P, "stat\t0\r" },                     -- Tab completes stats; "stats 0": the totals
+      { P, "\27[A\127" .. "1\r" },             -- Up recalls it, Backspace, 1: "stats 1"
+      { P, "tr\t\27[D\27[C1\r" },              -- tree 1, the cursor moved on the way
+      { P, "so\t\t" },                         -- sort, then every sort key: a bell
+      { "sort ", "\21help tree\r" },           -- Ctrl-U cuts the line
+      { P, "\4" },                             -- Ctrl-D on an empty line: the end
+    })
+    assert.matches("\nstatus 0\n$", out)
+    assert.is_nil(out:find("^[[", 1, true))
+    assert.is_nil(out:find("\27[A", 1, true))
+    assert.matches("stats 0\r\n<date>", (no_dates(out):gsub("\27%[K", ""):gsub("\r\27%[%d+C", "")))
+    assert.matches("List reduced from 3 to 1 due to restriction <1>", out, 1, true)
+    assert.matches("Call tree of v.prof: 10.000000 seconds, 4 calls", out, 1, true)
+    assert.matches("at most 1 levels", out, 1, true)
+    assert.matches("tree [ARG...]: the call tree top-down", out, 1, true)
+    assert.matches("Goodbye.", out, 1, true)
+  end)
+
+  it("Ctrl-C ends the browser quietly and gives the terminal back as it was", function()
+    local out = drive({ { "v.prof% ", "stat\3" } }, "stty -a")
+    assert.is_nil(out:find("Goodbye", 1, true))
+    -- after ^C and a new line, the line discipline as a shell leaves it: lines, echo, signals
+    local flags = out:match("%^C\r\n(.*)$")
+    for _, flag in ipairs({ "icanon", "echo", "isig" }) do
+      assert.matches("[ \r\n]" .. flag .. "[ \r\n;]", flags, 1)
+      assert.is_nil(flags:find("-" .. flag .. "[ \r\n;]"), flag)
+    end
   end)
 end)

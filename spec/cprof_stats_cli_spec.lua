@@ -328,6 +328,40 @@ make(100)
     assert.matches("List reduced from %d+ to 1 due to restriction <1>", out)
   end)
 
+  it("--diff: rows of typical names fit 100 columns; -u gives the unit of the times", function()
+    -- json_demo's busiest functions, as a run and a slower one recorded them
+    local function run(scale)
+      local entries = {}
+      for i, f in ipairs({ { "Decoder:object", 292, 28058 }, { "Decoder:skip_ws", 234, 599784 },
+                           { "Encoder:value", 146, 238490 }, { "escape_string", 40, 249351 } }) do
+        entries[i] = { file = "examples/json_demo.lua", line = f[2], name = f[1], what = "Lua",
+                       ncalls = f[3], pcalls = f[3], tottime = 0.25 * i * scale, cumtime = 1.5 * i * scale }
+      end
+      entries[5] = { file = "~", line = 0, name = "string.byte", what = "C", ncalls = 1019766,
+                     pcalls = 1019766, tottime = 0.5 * scale, cumtime = 0.5 * scale }
+      local path = tmp()
+      stats.new({ timer = "monotonic", unit = 1e-9, entries = entries }):dump_stats(path)
+      return path
+    end
+    local new, base = run(1.25), run(1)
+    local out, err, status = cli(q(new) .. " --diff " .. q(base))
+    assert.are.equal(0, status, err)
+    local rows = 0
+    for line in out:gmatch("[^\n]+") do
+      assert.is_true(#line <= 100, line)
+      if line:find("json_demo.lua:", 1, true) then rows = rows + 1 end
+    end
+    assert.are.equal(4, rows)
+    assert.matches("\n ncalls %+/%- tottime    %+/%-    %% cumtime    %+/%-    %% function\n", out)
+    assert.matches("\n1019766  %+0   0.625 %+0.125 %+25%%   0.625 %+0.125 %+25%% {string.byte}\n", out)
+    out, err, status = cli(q(new) .. " --diff " .. q(base) .. " -u ms")
+    assert.are.equal(0, status, err)
+    assert.matches("\n  %d+ function calls in 3750.000 ms, against %d+ in 3000.000: %+0 calls, %+750.000 ms"
+      .. " %(%+25%%%)\n", out)
+    assert.matches("\n ncalls %+/%-  tottime      %+/%-    %%  cumtime       %+/%-    %% function\n", out)
+    assert.matches("\n1019766  %+0  625.000 %+125.000 %+25%%  625.000  %+125.000 %+25%% {string.byte}\n", out)
+  end)
+
   -- Issue 13: the command line as a newcomer uses it (points 5 to 9 and the conventions).
   describe("command-line conventions", function()
     -- Runs `shell`, a command line that starts with cprof-stats's command, from `dir`.
@@ -360,6 +394,49 @@ make(100)
       S.remove_dir(dir)
     end)
 
+    it("takes short options as getopt does: -l1, -stottime, bundled, and -l 3 after any option", function()
+      local path = tmp()
+      dump(path)
+      local function same(a, b)
+        local x, ex, sx = cli(q(path) .. " " .. a)
+        local y, ey, sy = cli(q(path) .. " " .. b)
+        assert.are.equal(0, sx, ex)
+        assert.are.equal(0, sy, ey)
+        assert.are.equal(y, x, a)
+      end
+      same("-l1", "--limit 1")
+      same("-stottime -l2", "--sort tottime --limit 2")
+      same("-s tottime,name", "--sort=tottime,name")
+      same("--callers -l 1", "--callers --limit 1")
+      same("--diff " .. q(path) .. " -ums", "--diff " .. q(path) .. " --unit ms")
+      -- flags and a value bundled: -i takes no value, so what follows it is another option
+      assert.are.equal((cli("-h")), (cli("-hi")))
+      one_line_error(q(path) .. " -l", "^cprof%-stats: option %-l needs an argument %(N%)\n$")
+      one_line_error(q(path) .. " -lx", "^cprof%-stats: option %-%-limit: 'x' is not a whole number")
+      one_line_error(q(path) .. " -hq", "^cprof%-stats: unknown option '%-q' in '%-hq' %(see cprof%-stats"
+        .. " %-%-help%)\n$")
+    end)
+
+    it("a file that is no profile at all may be a pattern: the message says how to give one", function()
+      local dir = S.new_dir()
+      local path = dir .. "/p.prof"
+      dump(path)
+      write(dir .. "/fib", "notes about fib\n")
+      local out, err, status = in_dir(dir, "p.prof fib")
+      assert.are.equal(2, status)
+      assert.are.equal("", out)
+      assert.are.equal("cprof-stats: fib: not a cprof dump (wrong magic number) (if 'fib' was meant as a"
+        .. " pattern, give it as --match 'fib')\n", err)
+      out, err, status = in_dir(dir, "p.prof --match fib")
+      assert.are.equal(0, status, err)
+      assert.matches("%(fib%)\n", out)
+      -- a damaged dump is a dump: no such hint
+      write(dir .. "/cut.prof", read(path):sub(1, 40))
+      _, err = in_dir(dir, "p.prof cut.prof")
+      assert.is_nil(err:find("--match", 1, true))
+      S.remove_dir(dir)
+    end)
+
     it('"--" ends the options: a FILE or a pattern that starts with "-"', function()
       local dir = S.new_dir()
       dump(dir .. "/-x.prof")
@@ -368,7 +445,8 @@ make(100)
       assert.matches("    %-x%.prof\n", out)
       out, err, status = in_dir(dir, "-x.prof </dev/null")
       assert.are.equal(2, status)
-      assert.are.equal("cprof-stats: unknown option '-x.prof' (see cprof-stats --help)\n", err)
+      assert.are.equal("cprof-stats: unknown option '-x' in '-x.prof' (to read the file -x.prof, put --"
+        .. " before it)\n", err)
       out, err, status = in_dir(dir, "-- -x.prof -fib </dev/null")
       assert.are.equal(1, status)
       assert.are.equal("", out)

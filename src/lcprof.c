@@ -198,9 +198,13 @@ static int l_new(lua_State *L) {
     } else if (unit_name) {
       return luaL_error(L, "cprof: option '%s' goes with a function timer", unit_name);
     }
-    if (option(L, "lines") == LUA_TTABLE) {
+    int lines_type = option(L, "lines");
+    if (lines_type == LUA_TTABLE) {
       lines = LINES_CHOSEN;
       lua_pop(L, 1);
+    } else if (lines_type != LUA_TNIL && lines_type != LUA_TBOOLEAN) {
+      return luaL_error(L, "cprof: option 'lines' must be true, false or a list of functions, not a %s",
+                        luaL_typename(L, -1));
     } else {
       lua_pop(L, 1);
       lines = boolean_option(L, "lines", 0) ? LINES_ALL : LINES_OFF;

@@ -6,8 +6,8 @@
 --   cprof-stats --verify FILE...
 --
 -- `cprof-stats --help` explains every option.  Exit status: 0; 1 when nothing matched (one line
--- on stderr says so, nothing on stdout); 2 for a bad command line or an unreadable file (one
--- line on stderr).
+-- on stderr says so, nothing on stdout); 2 for a bad command line, an unreadable file or a
+-- report that could not be written whole (one line on stderr).
 --
 -- The command line is described by the tables below: the parser, the help text, the error
 -- messages and the manual page (tools/mkman.lua renders man/cprof-stats.1 from them) all come
@@ -68,10 +68,11 @@ M.EXAMPLES = {
 M.EXIT_STATUS = {
   { "0", "the report was printed" },
   { "1", "nothing matched: the patterns and --limit left no function, or no function they left"
-      .. " has what the report shows (--lines); one line on stderr says so, and nothing is"
-      .. " printed" },
+      .. " has what the report shows (--lines), or no FILE has memory numbers (--memory-series);"
+      .. " one line on stderr says so, and nothing is printed" },
   { "2", "a bad command line, or a FILE that cannot be read: one line on stderr names the option"
-      .. " or the file and says what is wrong; with --verify, a FILE that is damaged" },
+      .. " or the file and says what is wrong; with --verify, a FILE that is damaged; a report"
+      .. " that could not be written whole (standard output: No space left on device)" },
 }
 
 --- { variable, meaning }.
@@ -83,9 +84,6 @@ M.ENVIRONMENT = {
       .. " come first for Lua 5.4" },
 }
 
--- Seconds per unit for the names --unit accepts besides a number.
-local UNITS = { s = 1, ms = 1e-3, us = 1e-6, ns = 1e-9 }
-
 -- One entry per option.  `arg` names the value the option takes (nil: a flag); `set` stores
 -- what was given in the settings table `o` (and `fail` reports a bad value).
 local OPTIONS = {
@@ -94,8 +92,9 @@ local OPTIONS = {
              "nfl, pcalls, stdname, time, tottime, or any prefix that is unambiguous in",
              "meaning (cum, tot, ...); for profiles with memory also alloc or alloc_bytes",
              "(allocated bytes), allocs or alloc_count (allocations) and live (live bytes),",
-             "all largest first.  Repeat it, or separate keys with commas, to sort by",
-             "several keys (--sort calls --sort name, --sort calls,name).",
+             "all largest first; a memory key alone prints the memory table (--memory's,",
+             "without the allocator's reports).  Repeat it, or separate keys with commas,",
+             "to sort by several keys (--sort calls --sort name, --sort calls,name).",
              "Default: cumulative; alloc with --memory alone." },
     set = function(o, v)
       for key in string.gmatch(v, "[^,]+") do o.sort[#o.sort + 1] = key end
@@ -141,11 +140,14 @@ local OPTIONS = {
              "cprof.Profile{lines = true}, or CPROF_LINES=1 with cprof.auto)." },
     set = function(o) o.views.lines = true end },
   { long = "unit", short = "u", arg = "UNIT",
-    help = { "With --lines: the unit of the Time and Per Hit columns, in seconds (1e-3) or",
-             "as s, ms, us or ns.  Default: 1e-6 (microseconds), as kernprof's -u." },
+    help = { "The unit of times, in seconds (1e-3) or as s, ms, us or ns: with --lines, of",
+             "the Time and Per Hit columns (default: 1e-6, microseconds, as kernprof's -u);",
+             "with --diff, of the times and their changes (default: seconds); with",
+             "--memory-types and --stacks, of the lifetimes (default: each its own, as",
+             "2.50 ms)." },
     set = function(o, v, fail)
-      local u = UNITS[v] or tonumber(v)
-      if not u or not (u > 0) or u == math.huge then
+      local u = require("cprof.report.text").unit_of(v)
+      if not u then
         fail("option --unit: '" .. v .. "' is not a positive number of seconds, s, ms, us or ns")
       end
       o.unit = u
@@ -174,8 +176,11 @@ local OPTIONS = {
     set = function(o) o.json = true end },
   { long = "interactive", short = "i",
     help = { "Browse the FILEs interactively, as python -m pstats does: commands read,",
-             "add, sort, stats, callers, callees, reverse, strip, help, quit.  The first",
-             "FILE is read and the others added; every argument with -i is a FILE." },
+             "add, sort, stats, callers, callees, reverse, strip, help, quit, and cprof's",
+             "views tree, lines, memory, allocator, leaks, stacks, types, diff, export and",
+             "unit (help VIEW explains each).  On a terminal, lines can be edited and",
+             "recalled (Up, Down) and Tab completes commands, keys and file names.  The",
+             "first FILE is read and the others added; every argument with -i is a FILE." },
     set = function(o) o.interactive = true end },
   { long = "prompt",
     help = { "With -i: print the prompt even when standard input is not a terminal." },
@@ -260,6 +265,23 @@ local function fail(msg, status)
   error(setmetatable({ msg = msg, status = status or 2 }, Failure), 0)
 end
 
+-- Standard output with every write and the final flush checked: a full disk or a write error
+-- ends cprof-stats with status 2 and the reason, never with a cut report and status 0.
+local stdout = {}
+local function stdout_failed(err)
+  fail("standard output: " .. (string.gsub(tostring(err), "\n", " ")))
+end
+function stdout:write(...)
+  local ok, err = io.stdout:write(...)
+  if not ok then stdout_failed(err) end
+  return self
+end
+function stdout:flush()
+  local ok, err = io.stdout:flush()
+  if not ok then stdout_failed(err) end
+  return self
+end
+
 local function find_option(name)
   for _, opt in ipairs(OPTIONS) do
     if name == "--" .. opt.long or (opt.short and name == "-" .. opt.short) then return opt end
@@ -293,6 +315,31 @@ local function parse(argv)
       operand[#o.restrictions] = true
     elseif a == "--" then
       options_ended = true
+    elseif string.sub(a, 2, 2) ~= "-" then
+      -- short options as getopt reads them: bundled (-ih), a value attached (-l1, -stottime)
+      -- or in the next argument (-l 1)
+      local j = 2
+      while j <= #a do
+        local name = "-" .. string.sub(a, j, j)
+        local opt = find_option(name)
+        if not opt then
+          fail("unknown option '" .. name .. "'" .. (#a > 2 and " in '" .. a .. "'" or "") .. " ("
+            .. (readable(a) and "to read the file " .. a .. ", put -- before it" or "see " .. PROG .. " --help")
+            .. ")")
+        end
+        if opt.arg then
+          local value = string.sub(a, j + 1)
+          if value == "" then
+            i = i + 1
+            value = argv[i]
+            if value == nil then fail("option " .. name .. " needs an argument (" .. opt.arg .. ")") end
+          end
+          opt.set(o, value, fail)
+          break
+        end
+        opt.set(o, nil, fail)
+        j = j + 1
+      end
     else
       local name, value = string.match(a, "^(%-%-[^=]+)=(.*)$")
       name = name or a
@@ -364,11 +411,11 @@ local function interactive(o)
     fail("-i needs LPeg, which cannot be loaded (Debian: apt-get install lua-lpeg): "
       .. plain(browser))
   end
-  local run_ok, err = pcall(browser.run, o.files, { prompt = o.prompt })
+  local run_ok, err = pcall(browser.run, o.files, { prompt = o.prompt, output = stdout })
   if not run_ok then
     -- Ctrl-C while reading a command ends the browser quietly, as in pstats
     if string.find(tostring(err), "interrupted", 1, true) then
-      io.stdout:write("\n")
+      stdout:write("\n")
       return 0
     end
     error(err, 0)
@@ -429,6 +476,11 @@ local function load_file(stats, file)
   if not ok then
     local msg = plain(st)
     if string.sub(msg, 1, #file + 2) ~= file .. ": " then msg = file .. ": " .. msg end
+    -- an operand that names a file is a FILE: one that is no profile at all may have been
+    -- meant as a pattern
+    if stats.file_kind(file) == nil and require("cprof.dump").is_regular(file) then
+      msg = msg .. " (if '" .. file .. "' was meant as a pattern, give it as --match '" .. file .. "')"
+    end
     fail(msg)
   end
   return st
@@ -480,7 +532,7 @@ local function verify(o)
   for _, file in ipairs(o.files) do
     local ok, what = pcall(loaders.verify, file)
     if ok then
-      io.stdout:write(file, ": ok (", what, ")\n")
+      stdout:write(file, ": ok (", what, ")\n")
     else
       io.stderr:write(PROG, ": ", plain(what), "\n")
       status = 2
@@ -492,11 +544,11 @@ end
 local function main(argv)
   local o = parse(argv)
   if o.help then
-    io.stdout:write(help_text())
+    stdout:write(help_text())
     return 0
   end
   if o.version then
-    io.stdout:write(PROG, " (cprof) ", require("cprof.version").VERSION, "\n")
+    stdout:write(PROG, " (cprof) ", require("cprof.version").VERSION, "\n")
     return 0
   end
   if o.verify then return verify(o) end
@@ -527,7 +579,7 @@ local function main(argv)
         o.files[i] = tmp
       end
     end
-    local ok, status = pcall(export_cli.cli_exports, o, fail)
+    local ok, status = pcall(export_cli.cli_exports, o, fail, stdout)
     if tmp then os.remove(tmp) end
     if not ok then error(status, 0) end
     return status
@@ -539,7 +591,9 @@ local function main(argv)
     fail("options --lines and --memory do not go with --json (its rows hold the line and memory"
       .. " records whenever the profile has them)")
   end
-  if o.unit and not o.views.lines then fail("option --unit goes with --lines") end
+  if o.unit and not o.views.lines then
+    fail("option --unit goes with --lines, --diff, --memory-types or --memory --stacks")
+  end
 
   local stats = require("cprof.stats")
   local sortkeys = require("cprof.sortkeys")
@@ -579,7 +633,7 @@ local function main(argv)
   end
 
   report.prepare(st, { sort = sort, reverse = o.reverse, strip_dirs = o.strip_dirs,
-                       line_unit = o.unit or 1e-6, stream = io.stdout })
+                       line_unit = o.unit or 1e-6, stream = stdout })
   local list, log = st:select((table.unpack or unpack)(o.restrictions))
   check_something_matched(st, o, list, log)
 
@@ -589,13 +643,16 @@ local function main(argv)
       fail("--json needs lua-cjson, which cannot be loaded (Debian: apt-get install lua-cjson): "
         .. plain(json))
     end
-    io.stdout:write(json.stats_json(st, { callers = o.views.callers, callees = o.views.callees },
+    stdout:write(json.stats_json(st, { callers = o.views.callers, callees = o.views.callees },
       (table.unpack or unpack)(o.restrictions)))
     return 0
   end
 
   local views = {}
-  if o.views.stats or not (tables or o.views.lines or o.views.memory) then
+  if memory_key and not (tables or o.views.lines or o.views.memory) then
+    -- sorted by memory: the table whose columns are the memory numbers sorted by
+    views[#views + 1] = "memory"
+  elseif o.views.stats or not (tables or o.views.lines or o.views.memory) then
     views[#views + 1] = "stats"
   end
   if o.views.callers then views[#views + 1] = "callers" end
@@ -613,13 +670,19 @@ end
 --- what went wrong.  Returns the exit status: 0; 1 when nothing matched; 2 for a bad command
 --- line or file, or a bug in cprof.
 function M.run(argv)
-  local ok, status = pcall(main, argv)
+  local ok, status = pcall(function()
+    local status = main(argv)
+    stdout:flush()
+    return status
+  end)
   if ok then return status end
+  -- a message may quote a name read from a file: shown, not obeyed, by the terminal
+  local display = require("cprof.sanitize").display
   if getmetatable(status) == Failure then
-    io.stderr:write(PROG, ": ", status.msg, "\n")
+    io.stderr:write(PROG, ": ", display(status.msg), "\n")
     return status.status
   end
-  io.stderr:write(PROG, ": internal error (a bug in cprof; please report it): ", plain(status), "\n")
+  io.stderr:write(PROG, ": internal error (a bug in cprof; please report it): ", display(plain(status)), "\n")
   return 2
 end
 

@@ -1,5 +1,6 @@
 --- cprof.funckey: the keys that name functions in a Stats — pstats' (file, line, name) tuple —
---- and their printed names.
+--- and their printed names: func_std_string for what matches and sorts, display_name for what
+--- a text report prints.
 --
 -- A key is an interned table { file, line, name }: equal triples are the same table in every
 -- Stats (interned weakly, module-wide), so keys compare with == and index tables.  C functions
@@ -11,6 +12,7 @@
 local _ENV = require("cprof.env")()
 
 local pyfmt = require "cprof.pyfmt"
+local sanitize = require "cprof.sanitize"
 
 local M = {}
 
@@ -84,6 +86,13 @@ end
 M.func_std_string = func_std_string
 
 key_mt.__tostring = func_std_string
+
+--- func_std_string's name as the text reports print it (sanitize.display): a control or
+--- bidirectional character in a chunk or function name shows as its escape instead of acting on
+--- the terminal.  Patterns match, and sorts order, func_std_string's name.
+function M.display_name(key, line, name)
+  return sanitize.display(func_std_string(key, line, name))
+end
 
 --- The "what" of a key: "C", "main" or "Lua" (guessed when not recorded).
 function M.key_what(key)

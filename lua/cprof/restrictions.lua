@@ -111,6 +111,15 @@ function M.matcher(p)
   end
 end
 
+--- The first items of `list` that the number `n` keeps, as pstats keeps them: a fraction in
+--- [0, 1) of them (rounded), or a whole number of them; any other number keeps them all.
+--- Returns a new list.
+function M.limit(list, n)
+  if not is_int(n) and n >= 0.0 and n < 1.0 then return slice(list, 1, floor(#list * n + 0.5)) end
+  if is_int(n) and n >= 0 and n < #list then return slice(list, 1, n) end
+  return slice(list)
+end
+
 -- Apply one restriction to `list` (pstats' eval_print_amount).  Returns the new list and `msg`
 -- with the line that says what the restriction did, if it did something.
 local function restrict(sel, list, msg)
@@ -136,13 +145,7 @@ local function restrict(sel, list, msg)
     end
     new_list = res
   elseif type(sel) == "number" then
-    local count = #list
-    if not is_int(sel) and sel >= 0.0 and sel < 1.0 then
-      count = floor(count * sel + 0.5)
-      new_list = slice(list, 1, count)
-    elseif is_int(sel) and sel >= 0 and sel < count then
-      new_list = slice(list, 1, sel)
-    end
+    new_list = M.limit(list, sel)
   end
   if #list ~= #new_list then
     msg = msg .. sformat("   List reduced from %d to %d due to restriction <%s>\n",
@@ -176,7 +179,7 @@ function M.print_list(st, sel_list)
   if #stat_list < #st.order then
     width = 0
     for _, f in ipairs(stat_list) do
-      local w = display_len(func_std_string(f))
+      local w = display_len(funckey.display_name(f))
       if w > width then width = w end
     end
   end

@@ -141,7 +141,7 @@ function Stats:get_top_level_stats()
         break
       end
     end
-    local n = pyfmt.display_len(func_std_string(key))
+    local n = pyfmt.display_len(funckey.display_name(key))
     if n > max_len then max_len = n end
   end
   self.total_calls, self.prim_calls, self.total_tt = total_calls, prim_calls, total_tt

@@ -6,6 +6,7 @@
 --                               text = "as typed", quoted = true|nil }, or nil, message
 --   grammar.restrictions(arg) -> the values for print_stats and friends, or nil, message
 --   grammar.file_arg(arg)    -> a file name: one quoted string, or the rest of the line
+--   grammar.first_arg(arg)   -> the first argument (quoted or bare) and the rest of the line
 --
 -- A command line is, as in Python's cmd module, an identifier (letters, digits, '_') and the
 -- rest of the line as its argument; "?" stands for "help".  Arguments are separated by
@@ -155,6 +156,18 @@ function M.parse(line)
   if stripped == "" then return { command = nil, arg = "", line = "" } end
   local cmd, pos, arg = command:match(stripped)
   return { command = cmd, arg = arg, column = pos, line = stripped }
+end
+
+local first_grammar = blanks * (Cmt(quoted("'") + quoted('"'), function(_, i, q) return i, q end) * boundary
+  + C((1 - blank) ^ 0)) * blanks * Cp()
+
+--- The first argument of `arg` (one quoted string, escapes as above, or a run of non-blanks;
+--- "" for none) and the rest of the line after it.
+function M.first_arg(arg)
+  arg = arg or ""
+  local word, pos = first_grammar:match(arg)
+  if word == nil then return "", arg end
+  return word, arg:sub(pos)
 end
 
 local file_grammar = blanks * (Cmt(quoted("'") + quoted('"'), function(_, i, s) return i, s end)

@@ -1,5 +1,6 @@
 --- cprof.browser: the interactive profile browser of `cprof-stats -i`, a copy of
---- `python -m pstats` (pstats.ProfileBrowser on Python's cmd.Cmd).
+--- `python -m pstats` (pstats.ProfileBrowser on Python's cmd.Cmd), with cprof's own views as
+--- more commands (cprof.browser.views).
 --
 --   local browser = require "cprof.browser"
 --   local b = browser.new { input = io.stdin, output = io.stdout, prompt = true }
@@ -10,7 +11,9 @@
 -- Commands, messages and help texts are pstats' (docs/REPORT.md, "The interactive browser",
 -- lists the few differences).  Command lines and their arguments are read with the LPeg
 -- grammar of cprof.browser.grammar: ints, floats, quoted strings ('..' and "..", backslash
--- escapes) and bare words; a malformed line gets a message and the browser goes on.
+-- escapes) and bare words; a malformed line gets a message and the browser goes on.  On a
+-- terminal, lines are read with cprof.browser.lineedit: editing, history and completion of
+-- commands, sort keys, export formats, help topics and file names.
 --
 -- Works on Lua 5.4 and LuaJIT (needs LPeg).
 
@@ -18,6 +21,9 @@ local _ENV = require("cprof.env")()
 
 local stats = require "cprof.stats"
 local grammar = require "cprof.browser.grammar"
+local lineedit = require "cprof.browser.lineedit"
+local views = require "cprof.browser.views"
+local display = require("cprof.sanitize").display
 
 local type, tostring, ipairs, pcall, setmetatable = type, tostring, ipairs, pcall, setmetatable
 local unpack = table.unpack or unpack
@@ -66,7 +72,8 @@ M.COMMANDS = COMMANDS
 --- A new browser.  opts.input: an object with :read("l") (default io.stdin); opts.output: an
 --- object with :write() (default io.stdout; :flush() is called when it has one); opts.prompt:
 --- print the prompt before each command (default: only when stdin is a terminal, see
---- M.prompt_wanted).
+--- M.prompt_wanted); opts.line_editing: read lines with cprof.browser.lineedit (default: when
+--- the input is standard input and lineedit.usable() says it can drive the terminal).
 function M.new(opts)
   opts = opts or {}
   local self = setmetatable({
@@ -75,9 +82,17 @@ function M.new(opts)
     show_prompt = opts.prompt,
     prompt = "% ",
     stats = nil,
+    names = {},          -- the files read and added, for the views' titles
+    unit = nil,          -- the `unit' command's seconds per unit
     lastcmd = "",
   }, Browser)
   if self.show_prompt == nil then self.show_prompt = M.prompt_wanted() end
+  local editing = opts.line_editing
+  if editing == nil then editing = self.input == io.stdin and lineedit.usable() end
+  if editing then
+    self.editor = lineedit.new { input = self.input, output = self.output,
+                                 complete = function(before) return self:complete(before) end }
+  end
   return self
 end
 
@@ -100,19 +115,25 @@ local function plain(err)
   return (string.gsub(s, "\n", " "))
 end
 M.plain = plain
+Browser.plain = plain
+
+--- The name of the profile for the views' headings: the files read and added.
+function Browser:title()
+  return #self.names > 0 and table.concat(self.names, " + ") or "the profile"
+end
 
 ---------------------------------------------------------------------------
 -- Commands (do_<name>(self, arg, column) returns true to leave the browser)
 ---------------------------------------------------------------------------
 
--- The arguments of stats/callers/callees, as pstats' generic() reads them: ints; floats,
--- dropped with a message when outside [0, 1]; anything else is a pattern.  Quoted words are
--- always patterns.
-function Browser:generic(method, arg, column)
+--- The restrictions in `arg`, as pstats' generic() reads them: ints; floats, dropped with a
+--- message when outside [0, 1]; anything else is a pattern (quoted words always are).  Returns
+--- them as a list with n, or nil after printing the syntax error of a malformed line.
+function Browser:restrictions(arg, column)
   local words, err = grammar.words(arg, column)
   if not words then
     self:print("*** Syntax error: " .. err)
-    return
+    return nil
   end
   local args = { n = 0 }
   for _, w in ipairs(words) do
@@ -123,6 +144,13 @@ function Browser:generic(method, arg, column)
       args[args.n] = w.value
     end
   end
+  return args
+end
+
+-- stats, callers and callees: their method with the restrictions of `arg`.
+function Browser:generic(method, arg, column)
+  local args = self:restrictions(arg, column)
+  if not args then return end
   if self.stats then
     self.stats[method](self.stats, unpack(args, 1, args.n))
   else
@@ -144,6 +172,7 @@ function Browser:load(file)
   end
   self.stats = st
   self.prompt = file .. "% "
+  self.names = { file }
   return true
 end
 
@@ -160,6 +189,7 @@ function Browser:add_file(file)
     self:print("Failed to load statistics for " .. file .. ": " .. msg)
     return false
   end
+  self.names[#self.names + 1] = file
   return true
 end
 
@@ -236,7 +266,7 @@ end
 
 function Browser:do_help(arg)
   if arg ~= "" then
-    local lines = HELP[arg]
+    local lines = HELP[arg] or views.HELP[arg]
     if lines then
       print_lines(self, lines)
     else
@@ -251,6 +281,12 @@ function Browser:do_help(arg)
   self:print(header)
   self:print(string.rep("=", #header))
   self:print(table.concat(COMMANDS, "  "))
+  self:print("")
+  -- cprof's views after pstats' commands, as cmd.Cmd lists a second group of topics
+  header = "cprof's views (type help <topic>):"
+  self:print(header)
+  self:print(string.rep("=", #header))
+  self:print(table.concat(views.COMMANDS, "  "))
   self:print("")
 end
 
@@ -277,20 +313,86 @@ function Browser:onecmd(line)
   if p.line == "EOF" then self.lastcmd = "" end
   local f = DISPATCH[p.command]
   if not f then
-    self:print("*** Unknown syntax: " .. p.line)
-    return false
+    f = views.DISPATCH[p.command]
+    if not f then
+      self:print("*** Unknown syntax: " .. p.line)
+      return false
+    end
+    if not self.stats and views.needs_stats(p.command) then
+      self:print(M.NOT_LOADED)
+      return false
+    end
   end
   return f(self, p.arg, p.column) == true
+end
+
+-- The file names that complete `word` (a path, maybe with directories), as `ls` lists them:
+-- folders end with "/"; names starting with "." only when `word`'s last part does.
+local function file_names(word)
+  local dir, part = string.match(word, "^(.*/)([^/]*)$")
+  if not dir then dir, part = "", word end
+  local p = io.popen("ls -1Ap -- '" .. string.gsub(dir == "" and "." or dir, "'", "'\\''") .. "' 2>/dev/null")
+  if not p then return {} end
+  local out = {}
+  for name in p:lines() do
+    if string.sub(name, 1, #part) == part and (string.sub(name, 1, 1) ~= "." or string.sub(part, 1, 1) == ".") then
+      out[#out + 1] = dir .. name
+    end
+  end
+  p:close()
+  return out
+end
+
+local function starting(list, word)
+  local out = {}
+  for _, c in ipairs(list) do
+    if string.sub(c, 1, #word) == word then out[#out + 1] = c end
+  end
+  return out
+end
+
+--- The candidates that complete the last word of `before` (the line up to the cursor): a
+--- command, or what the command takes there (help topics, sort keys, export formats, files).
+function Browser:complete(before)
+  local word = string.match(before, "(%S*)$")
+  local head = string.sub(before, 1, #before - #word)
+  local command = string.match(head, "^%s*(%S+)")
+  local all = {}
+  for _, c in ipairs(COMMANDS) do all[#all + 1] = c end
+  for _, c in ipairs(views.COMMANDS) do all[#all + 1] = c end
+  if not command then return starting(all, word) end
+  local nth = select(2, string.gsub(head, "%S+", "")) -- the word's place after the command
+  if command == "help" or command == "?" then return starting(all, word) end
+  if command == "sort" then
+    local keys = {}
+    for i, k in ipairs(stats.sort_keys(true)) do keys[i] = k.key end
+    return starting(keys, word)
+  end
+  if command == "export" and nth == 1 then return starting(require("cprof.export").FORMATS, word) end
+  if command == "stacks" then return starting({ "live" }, word) end
+  if ((command == "read" or command == "add" or command == "diff") and nth == 1)
+      or (command == "export" and nth == 2) then
+    return file_names(word)
+  end
+  return {}
 end
 
 --- Reads and runs commands until one leaves the browser or the input ends (which runs EOF).
 function Browser:cmdloop()
   while true do
-    if self.show_prompt then
-      self:write(self.prompt)
+    local line
+    if self.editor then
+      local why
+      line, why = self.editor:read(self.show_prompt and display(self.prompt) or "")
+      -- Ctrl-C ends the browser, as KeyboardInterrupt ends pstats' (cprof-stats -i says nothing)
+      if why == "interrupted" then error("interrupted", 0) end
+    else
+      if self.show_prompt then
+        self:write(display(self.prompt))
+      end
+      self:flush()
+      line = self.input:read("*l")
     end
-    self:flush()
-    local line = self.input:read("*l")
     if line == nil then
       line = "EOF"
     else

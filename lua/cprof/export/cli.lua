@@ -105,10 +105,12 @@ M.OPTIONS = {
     "charged to its contexts and the allocator's state when it was written (free,",
     "Lua types, kmemstat)." }),
   flag("memory-series", "series", {
-    "Print one row per FILE, in the order given, with the allocator's numbers when",
-    "each was written (Lua's bytes, live blocks, held, mapped, peak, live bytes",
-    "charged to contexts) and the growth since the one before: memory over time",
-    "from dumps taken one after another.  With --export svg, a line chart." }),
+    "Print one row per FILE with the allocator's numbers when each was written",
+    "(Lua's bytes, live blocks, held, mapped, peak, live bytes charged to contexts)",
+    "and the growth since the one before: memory over time from dumps taken one",
+    "after another, in the order they were taken (by their profile's start, then",
+    "by the numbers in their names: srv.2.prof before srv.10.prof).  With --export",
+    "svg, a line chart.  Exit status 1 when no FILE has memory numbers." }),
   { long = "focus", arg = "PATTERN",
     help = { "With --tree or --export: keep only the call paths through a function matching",
              "PATTERN, as pprof's -focus (a PATTERN operand does the same).  Repeatable: a",
@@ -159,6 +161,7 @@ local function refused(o, allowed)
     { "--stacks", x.stacks ~= nil and not x.leaks and not x.types, "stacks" },
     { "--focus", x.focus ~= nil, "paths" }, { "--hide", x.hide ~= nil, "paths" },
     { "--threshold", x.threshold ~= nil, "threshold" },
+    { "--unit", o.unit ~= nil, "unit" },
   }
   local bad = {}
   for _, g in ipairs(given) do
@@ -170,9 +173,10 @@ local function refused(o, allowed)
   return bad
 end
 
---- Runs the command: writes the export, the tree or the diff.  `fail(msg)` reports a bad
---- command line or file (cprof-stats exits 2).  Returns the exit status.
-function M.cli_exports(o, fail)
+--- Runs the command: writes the export, the tree or the diff to -o's file or to `stdout` (an
+--- object with :write).  `fail(msg)` reports a bad command line or file (cprof-stats exits 2).
+--- Returns the exit status.
+function M.cli_exports(o, fail, stdout)
   local x = o.exports
   local files = o.files
   if #files == 0 then fail("no dump file given (see cprof-stats --help)") end
@@ -195,14 +199,16 @@ function M.cli_exports(o, fail)
     end
     allowed = {}
   elseif memctx then
-    allowed = { memory = x.stacks ~= nil, sort = x.stacks ~= nil, stacks = true }
+    -- --limit cuts the rows of --leaks and --memory-types; --unit is that of lifetimes
+    allowed = { memory = x.stacks ~= nil, sort = x.stacks ~= nil, stacks = true,
+                limit = not x.stacks or x.leaks or x.types, unit = not x.leaks }
   elseif x.tree then
     allowed = { memory = true, tree = true, paths = true }
   elseif x.format then
     allowed = { weight = true, svg = x.format == "svg", paths = true,
                 threshold = x.format == "svg" and x.base ~= nil }
   else
-    allowed = { sort = true, limit = true, strip = true }
+    allowed = { sort = true, limit = true, strip = true, unit = true }
   end
   local bad = refused(o, allowed)
   if #bad > 0 then
@@ -220,13 +226,30 @@ function M.cli_exports(o, fail)
   for _, key in ipairs(memctx and o.sort or {}) do
     if key ~= "live" and key ~= "alloc" then fail("option --sort: with --stacks, alloc or live") end
   end
-  local out = x.output or io.stdout
+  -- -o's file is written once the whole text is made (export.write_file), so that what goes
+  -- wrong there is told apart from what goes wrong reading the FILEs, and said of -o
+  local parts, out = {}, stdout
+  if x.output then
+    out = { write = function(self, s) parts[#parts + 1] = s return self end }
+    local ok, err = pcall(export.check_output, x.output)
+    if not ok then fail("option -o: " .. plain(err)) end
+  end
 
   local ok, err = pcall(function()
     if x.summary or x.series then
       local summary = require("cprof.report.summary")
       local list = {}
       for i, f in ipairs(files) do list[i] = summary.read(f) end
+      if x.series then
+        list = summary.in_order(list)
+        local any = false
+        for _, s in ipairs(list) do any = any or summary.has_memory(s) end
+        if not any then
+          fail(string.format("nothing to show: %s memory numbers (make %s with cprof's allocator"
+            .. " installed: CPROF_MEMORY=1 with cprof.auto)", #list == 1 and "the dump has no"
+            or "none of the " .. #list .. " dumps has", #list == 1 and "it" or "them"), 1)
+        end
+      end
       export.output(out, false, function(sink)
         if x.summary then
           for _, s in ipairs(list) do summary.print(s, sink) end
@@ -240,8 +263,12 @@ function M.cli_exports(o, fail)
       local m = export.model(files)
       export.output(out, false, function(sink)
         local report = require("cprof.report.memctx")
+        local limits = {}
+        for _, r in ipairs(o.restrictions) do
+          if type(r) == "number" then limits[#limits + 1] = r end
+        end
         local opts = { patterns = patterns, title = concat(files, " + "), count = x.stacks,
-                       by = o.sort[#o.sort] }
+                       by = o.sort[#o.sort], limits = limits, unit = o.unit }
         report[x.leaks and "leaks" or x.types and "types" or "stacks"](m, sink, opts)
       end)
     elseif x.format then
@@ -264,11 +291,18 @@ function M.cli_exports(o, fail)
       end
       export.output(out, false, function(sink)
         require("cprof.report.diff").write(new, base, sink, { sort = o.sort[1],
-          restrictions = o.restrictions, names = { concat(files, " + "), x.base } })
+          restrictions = o.restrictions, names = { concat(files, " + "), x.base }, unit = o.unit })
       end)
     end
   end)
-  if not ok then fail(plain(err)) end
+  if not ok then
+    if type(err) == "table" then error(err, 0) end -- fail()'s own, from writing to stdout
+    fail(plain(err))
+  end
+  if x.output then
+    local wok, werr = pcall(export.write_file, x.output, concat(parts), true)
+    if not wok then fail("option -o: " .. plain(werr)) end
+  end
   return 0
 end
 

@@ -172,15 +172,23 @@ local function stream_sink(stream, name)
   end
 end
 
--- Runs write(sink) into the file `path` as a dump is written (cprof.dump.write_file: replaced
--- only once complete, a symbolic link followed, /dev/null or a FIFO written through); without
--- cprof.core, through a temporary file next to it, renamed over it once written.  An error
--- leaves no file and no half-written one.
-local function to_file(path, binary, write)
+--- export.check_output(path): raises an error when `path` cannot name the file to write:
+--- empty, or a directory ("cprof: <path>: <reason>", said here in the words of an export: the
+--- dump writer would speak of a dump).
+function M.check_output(path)
   if path == "" then fail("the output file name is empty") end
-  local parts = {}
-  write(function(s) parts[#parts + 1] = s end)
-  local bytes = concat(parts)
+  if require("cprof.dump").file_type(path) == "directory" then
+    error(sformat("cprof: %s: a directory, not a file to write", path), 0)
+  end
+end
+
+--- export.write_file(path, bytes [, binary]): writes `bytes` to the file `path` as a dump is
+--- written (cprof.dump.write_file: replaced only once complete, a symbolic link followed,
+--- /dev/null or a FIFO written through); without cprof.core, through a temporary file next to
+--- it, renamed over it once written.  An error leaves no file and no half-written one, and
+--- raises "cprof: <path>: <reason>".
+function M.write_file(path, bytes, binary)
+  M.check_output(path)
   if require("cprof.dump").write_file(path, bytes) then return end
   local tmp = path .. ".cprof-tmp"
   local f, err = io.open(tmp, binary and "wb" or "w")
@@ -193,6 +201,14 @@ local function to_file(path, binary, write)
   os.remove(tmp)
   if rerr then error("cprof: " .. tostring(rerr), 0) end
   error(sformat("cprof.export: %s: %s", path, tostring(werr or cerr)), 0)
+end
+
+-- Runs write(sink) into the file `path` (M.write_file).
+local function to_file(path, binary, write)
+  M.check_output(path)
+  local parts = {}
+  write(function(s) parts[#parts + 1] = s end)
+  M.write_file(path, concat(parts), binary)
 end
 
 -- A list option: nil, a string or a list of strings.

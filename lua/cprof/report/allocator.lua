@@ -10,11 +10,16 @@
 local _ENV = require("cprof.env")()
 
 local pyfmt = require "cprof.pyfmt"
+local sanitize = require "cprof.sanitize"
 
 local M = {}
 
-local format, rep, concat = string.format, string.rep, table.concat
+local format, rep, concat, tostring = string.format, string.rep, table.concat, tostring
 local ljust = pyfmt.ljust  -- not %-Ns: a dump's names may hold NUL bytes, which format refuses
+
+-- A name of the statistics as printed: a dump's snapshot is read, not trusted, so a control
+-- character in it shows as its escape (sanitize.display).
+local function name(s) return sanitize.display(tostring(s)) end
 
 local function by_type_and_size(a, b)
   if a.type ~= b.type then return a.type < b.type end
@@ -32,9 +37,9 @@ end
 local NAME, OBJSIZE, TOTAL, ALLOCED, NR_ALLOCS = 30, 8, 15, 15, 12
 local LINE = 8 + NAME + OBJSIZE + TOTAL + ALLOCED + NR_ALLOCS
 
-local function kmem_line(w, indent, name, typ, objsize, total, alloc, ever)
+local function kmem_line(w, indent, label, typ, objsize, total, alloc, ever)
   w(rep("    ", indent),
-    ljust(name, NAME - indent * 4),
+    ljust(name(label), NAME - indent * 4),
     format(": %s :%" .. OBJSIZE .. "d:%" .. TOTAL .. "d:%" .. ALLOCED .. "d:%" .. NR_ALLOCS .. "d\n",
            typ, objsize, total, alloc, ever))
 end
@@ -87,10 +92,10 @@ local function hex(n) return format("0x%x", n) end
 --- arena_stats(w, s): each arena, as Akaros prints it.
 function M.arena_stats(w, s)
   for _, a in ipairs(s.arenas) do
-    w("Arena: ", a.name, "\n--------------\n")
+    w("Arena: ", name(a.name), "\n--------------\n")
     local qmax = a.qcache_max or 0  -- a snapshot from before quantum caches has none
     w(format("\tquantum: %d, qcache_max: %d\n", a.quantum, qmax))
-    w("\tsource: ", a.source, "\n")
+    w("\tsource: ", name(a.source), "\n")
     local lists = {}
     for i in pairs(a.free_lists) do lists[#lists + 1] = i end
     table.sort(lists)
@@ -114,11 +119,11 @@ function M.arena_stats(w, s)
     end
     w("\tImporting Arenas:\n\t-----------------\n")
     for _, kid in ipairs(s.arenas) do
-      if kid.source == a.name then w("\t\t", kid.name, "\n") end
+      if kid.source == a.name then w("\t\t", name(kid.name), "\n") end
     end
     w("\tImporting Slabs:\n\t-----------------\n")
     if a.name == "pages" then
-      for _, c in ipairs(sorted_caches(s)) do w("\t\t", c.name, "\n") end
+      for _, c in ipairs(sorted_caches(s)) do w("\t\t", name(c.name), "\n") end
     end
   end
 end
@@ -127,8 +132,8 @@ end
 --- of buffers (a block's slab is found from its address) and one magazine instead of a depot.
 function M.slab_stats(w, s)
   for _, c in ipairs(sorted_caches(s)) do
-    w("\nKmem_cache: ", c.name, "\n---------------------\n")
-    w("Source: ", c.source, "\n")
+    w("\nKmem_cache: ", name(c.name), "\n---------------------\n")
+    w("Source: ", name(c.source), "\n")
     w(format("Objsize (incl align): %d\n", c.objsize))
     w("Align: 8\n")
     w(format("Nr unallocated in slab layer: %d\n", c.objects - c.live - c.magazine))
@@ -150,7 +155,7 @@ function M.types(w, s)
   w(format("%-10s %12s %14s %14s %14s\n", "Lua type", "live", "live bytes", "held bytes", "allocs ever"))
   for _, t in ipairs(s.types) do
     if t.allocs > 0 then
-      w(ljust(t.name, 10), format(" %12d %14d %14d %14d\n", t.live, t.bytes, t.held, t.allocs))
+      w(ljust(name(t.name), 10), format(" %12d %14d %14d %14d\n", t.live, t.bytes, t.held, t.allocs))
     end
   end
 end
@@ -196,7 +201,7 @@ function M.trace_text(d)
     bytes = bytes + site.bytes
   end
   lines[#lines + 1] = format("Dumping trace for kmem_cache %s (%s): %d live objects, %d bytes, %d sites, %d dropped",
-                             d.cache, d.on and "recording" or "stopped", live, bytes, #d.sites, d.dropped)
+                             name(d.cache), d.on and "recording" or "stopped", live, bytes, #d.sites, d.dropped)
   if not d.stacks then
     lines[#lines + 1] = "(no stacks: memory that is no Lua object is allocated where Lua's stack may be"
       .. " inconsistent, and LuaJIT has none to read)"
@@ -210,7 +215,7 @@ function M.trace_text(d)
     lines[#lines + 1] = format("Live: %d objects, %d bytes (%d allocated while tracing)", site.live,
                                site.bytes, site.allocs)
     for i, f in ipairs(site.frames) do
-      local where = f.line >= 0 and format("%s:%d", f.src, f.line) or f.src
+      local where = f.line >= 0 and format("%s:%d", name(f.src), f.line) or name(f.src)
       local what = f.defined > 0 and format("function at line %d", f.defined)
         or (f.defined == 0 and "main chunk" or "C function")
       lines[#lines + 1] = format("\t#%d %s (%s)", i, where, what)

@@ -16,7 +16,7 @@ local M = {}
 local type, ipairs, pairs, next = type, ipairs, pairs, next
 local srep = string.rep
 local f8, ljust, rjust, py_repr = pyfmt.f8, pyfmt.ljust, pyfmt.rjust, pyfmt.py_repr
-local func_std_string = funckey.func_std_string
+local display_name = funckey.display_name
 
 -- The heading of the callers/callees tables.
 local function print_call_heading(st, name_size, column_title, out)
@@ -40,7 +40,7 @@ end
 
 -- One function and its edges: the first edge on the function's line, the others below.
 local function print_call_line(st, name_size, source, call_dict, arrow, out)
-  local head = ljust(func_std_string(source), name_size) .. arrow .. " "
+  local head = ljust(display_name(source), name_size) .. arrow .. " "
   if next(call_dict) == nil then
     out(head .. "\n")
     return
@@ -52,12 +52,12 @@ local function print_call_line(st, name_size, source, call_dict, arrow, out)
     if type(e) == "table" then
       local nc, cc, tt, ct = e[1], e[2], e[3], e[4]
       sub = rjust(text.calls_text(nc, cc), 7 + 2 * #indent) .. " " .. f8(tt) .. " " .. f8(ct)
-        .. "  " .. func_std_string(func)
+        .. "  " .. display_name(func)
       left = name_size + 1
     else
       -- profile.py's call count: pstats prints the other function's total cumtime
       local r = st.stats[func]
-      sub = func_std_string(func) .. "(" .. py_repr(e) .. ") " .. (r and f8(r[4]) or "        ")
+      sub = display_name(func) .. "(" .. py_repr(e) .. ") " .. (r and f8(r[4]) or "        ")
       left = name_size + 3
     end
     if indent == "" then

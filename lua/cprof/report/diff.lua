@@ -10,7 +10,13 @@
 -- by the size of the change (whatever its sign) in tottime, or, with sort "cumulative" or
 -- "calls", in cumtime or calls; ties by name.  opts: sort, restrictions (cprof-stats' --limit
 -- and patterns, applied in order to the sorted rows, as pstats applies them), names (the two
--- profiles' names for the heading).
+-- profiles' names for the heading), unit (the seconds per unit of the times: 1 by default).
+--
+-- The times have pstats' three decimals; each column is as wide as its widest cell, and the
+-- name comes last, whole, so that a typical row ends within 100 columns:
+--
+--   ncalls +/- tottime    +/-    % cumtime    +/-    % function
+--       12  +3   0.080 +0.020 +33%   0.080 +0.020 +33% main.lua:10(fib)
 
 local _ENV = require("cprof.env")()
 
@@ -18,9 +24,12 @@ local M = {}
 
 local funckey = require("cprof.funckey")
 local restrictions = require("cprof.restrictions")
+local display = require("cprof.sanitize").display
+local text = require("cprof.report.text")
 
-local abs, floor, sformat, tostring, ipairs, type = math.abs, math.floor, string.format, tostring,
+local abs, sformat, tostring, ipairs, type = math.abs, string.format, tostring,
   ipairs, type
+local srep, concat = string.rep, table.concat
 
 local SORTS = { tottime = "tottime", time = "tottime", cumtime = "cumtime", cumulative = "cumtime",
                 cum = "cumtime", calls = "ncalls", ncalls = "ncalls" }
@@ -74,16 +83,15 @@ local function restrict(rows, r)
     end
     return out
   end
-  local n = r
-  if r < 1 then n = floor(#rows * r + 0.5) end
-  local out = {}
-  for i = 1, math.min(n, #rows) do out[i] = rows[i] end
-  return out
+  return restrictions.limit(rows, r)
 end
 
+-- The change in percent of the base: one decimal under 10%, none above (5 characters up to
+-- +999%).
 local function percent(d, was)
   if was == 0 then return d == 0 and "0.0%" or "new" end
-  return sformat("%+.1f%%", 100 * d / was)
+  local p = 100 * d / was
+  return sformat(abs(p) >= 9.95 and "%+.0f%%" or "%+.1f%%", p)
 end
 
 local function totals(st)
@@ -105,22 +113,40 @@ function M.write(new, base, put, opts)
     rows = res
   end
   local names = opts.names or { "the new profile", "the base" }
+  local unit = opts.unit or 1
   local nc1, tt1 = totals(new)
   local nc0, tt0 = totals(base)
-  put(sformat("%s against %s\n", names[1], names[2]))
-  put(sformat("  %d function calls in %.6f seconds, against %d in %.6f: %+d calls, %+.6f seconds (%s)\n",
-    nc1, tt1, nc0, tt0, nc1 - nc0, tt1 - tt0, percent(tt1 - tt0, tt0)))
+  put(sformat("%s against %s\n", display(names[1]), display(names[2])))
+  put(sformat("  %d function calls in %.3f %s, against %d in %.3f: %+d calls, %+.3f %s (%s)\n",
+    nc1, tt1 / unit, text.unit_name(unit), nc0, tt0 / unit, nc1 - nc0, (tt1 - tt0) / unit,
+    text.unit_name(unit), percent(tt1 - tt0, tt0)))
   put(sformat("  sorted by the change in %s, largest first; %d of %d functions shown\n\n",
     SORTS[opts.sort or "tottime"] == "ncalls" and "calls" or SORTS[opts.sort or "tottime"], #rows, all))
-  put("      ncalls      change     tottime      change        %     cumtime      change        %"
-    .. "  function\n")
+  -- each column as wide as its widest cell, so that the name starts as far left as it can
+  local heads = { "ncalls", "+/-", "tottime", "+/-", "%", "cumtime", "+/-", "%" }
+  local cells, widths = {}, {}
+  for i, h in ipairs(heads) do widths[i] = #h end
   local z = { ncalls = 0, tottime = 0, cumtime = 0 }
-  for _, row in ipairs(rows) do
+  for r, row in ipairs(rows) do
     local a, b = row.new or z, row.base or z
+    local c = { sformat("%d", a.ncalls), sformat("%+d", row.d_ncalls), sformat("%.3f", a.tottime / unit),
+      sformat("%+.3f", row.d_tottime / unit), percent(row.d_tottime, b.tottime),
+      sformat("%.3f", a.cumtime / unit), sformat("%+.3f", row.d_cumtime / unit),
+      percent(row.d_cumtime, b.cumtime) }
+    for i, v in ipairs(c) do
+      if #v > widths[i] then widths[i] = #v end
+    end
+    cells[r] = c
+  end
+  local function line(c, name)
+    local parts = {}
+    for i, v in ipairs(c) do parts[i] = srep(" ", widths[i] - #v) .. v end
+    return concat(parts, " ") .. " " .. name .. "\n"
+  end
+  put(line(heads, "function"))
+  for r, row in ipairs(rows) do
     local mark = not row.base and "  [new]" or not row.new and "  [gone]" or ""
-    put(sformat("%12d  %+10d  %10.6f  %+10.6f  %7s  %10.6f  %+10.6f  %7s  %s%s\n",
-      a.ncalls, row.d_ncalls, a.tottime, row.d_tottime, percent(row.d_tottime, b.tottime),
-      a.cumtime, row.d_cumtime, percent(row.d_cumtime, b.cumtime), row.name, mark))
+    put(line(cells[r], display(row.name) .. mark))
   end
   return rows
 end

@@ -9,13 +9,14 @@ local _ENV = require("cprof.env")()
 local dump = require "cprof.dump"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"
+local display = require("cprof.sanitize").display
 
 local M = {}
 
 local type, ipairs, pairs, next, pcall, tostring = type, ipairs, pairs, next, pcall, tostring
-local sformat, ssub, srep, sgsub = string.format, string.sub, string.rep, string.gsub
-local huge = math.huge
-local int_str, rjust, g = pyfmt.int_str, pyfmt.rjust, pyfmt.g
+local sformat, ssub, srep, sgsub, sfind = string.format, string.sub, string.rep, string.gsub, string.find
+local huge, concat = math.huge, table.concat
+local int_str, rjust, g, display_len = pyfmt.int_str, pyfmt.rjust, pyfmt.g, pyfmt.display_len
 
 -- The unit of the Time columns: st.line_unit when set (cprof-stats -u), else the timer's
 -- seconds per tick (1e-6 when the sources did not say).
@@ -46,6 +47,25 @@ local function source_lines(file)
   return lines
 end
 
+-- A source line as the report shows it: tabs expanded to stops every 8 characters of the line
+-- (it starts mid-row, where the terminal's own stops would scramble its indentation), and any
+-- other control character shown as its escape (sanitize.display).
+local function source_text(line)
+  if sfind(line, "\t", 1, true) then
+    local out, col = {}, 0
+    for piece, tab in string.gmatch(line, "([^\t]*)(\t?)") do
+      out[#out + 1] = piece
+      col = col + display_len(piece)
+      if tab ~= "" then
+        out[#out + 1] = srep(" ", 8 - col % 8)
+        col = col + 8 - col % 8
+      end
+    end
+    line = concat(out)
+  end
+  return display(line)
+end
+
 -- line_profiler's default column widths (show_func), and its number formats.
 local LINE_COLS = { line = 6, hits = 9, time = 12, perhit = 8, percent = 8 }
 
@@ -67,8 +87,8 @@ local function print_function(st, key, lines, unit, sources, out)
   local src = sources[file]
 
   out(sformat("Total time: %s s\n", g("%g", total)))
-  out("File: " .. tostring(file) .. "\n")
-  out("Function: " .. tostring(key[3]) .. " at line " .. int_str(key[2]) .. "\n")
+  out("File: " .. display(tostring(file)) .. "\n")
+  out("Function: " .. display(tostring(key[3])) .. " at line " .. int_str(key[2]) .. "\n")
 
   local display, wide = {}, { hits = LINE_COLS.hits, time = LINE_COLS.time, perhit = LINE_COLS.perhit }
   for _, line in ipairs(nums) do
@@ -97,7 +117,7 @@ local function print_function(st, key, lines, unit, sources, out)
   out("\n" .. header .. "\n" .. srep("=", #header) .. "\n")
   for line = first, last do
     local d = display[line] or { "", "", "", "" }
-    out(row(int_str(line), d[1], d[2], d[3], d[4], src and src[line] or "") .. "\n")
+    out(row(int_str(line), d[1], d[2], d[3], d[4], src and source_text(src[line] or "") or "") .. "\n")
   end
   out("\n")
 end

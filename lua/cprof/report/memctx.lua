@@ -7,13 +7,19 @@
 --   memctx.types(m, out, opts)    per function: allocations, frees and live blocks per Lua type,
 --                                 and the lifetimes of the blocks freed
 --
--- `m` is a cprof.export.model of the profile; `out` writes one string.  The lifetimes and the
+-- `m` is a cprof.export.model of the profile; `out` writes one string.  opts: title, patterns
+-- (the stacks through a matching function), limits (cprof-stats' --limit values: counts or
+-- fractions of the rows of leaks and types, in order), unit (the seconds per unit of the
+-- lifetimes; without it each lifetime has its own unit: "2.50 ms").  The lifetimes and the
 -- counts per type are in dumps written since they were added (node columns life_*, <type>_allocs,
 -- <type>_frees); older dumps give the other numbers and say so.
 
 local _ENV = require("cprof.env")()
 
 local pyfmt = require("cprof.pyfmt")
+local restrictions = require("cprof.restrictions")
+local display = require("cprof.sanitize").display
+local text = require("cprof.report.text")
 
 local M = {}
 
@@ -47,7 +53,7 @@ end
 local function stack_lines(m, k, out)
   local first = true
   while k ~= 0 do
-    out((first and "      " or "      <- ") .. m:label(m.frame[k]) .. "\n")
+    out((first and "      " or "      <- ") .. display(m:label(m.frame[k])) .. "\n")
     first = false
     k = m.parent[k]
   end
@@ -59,6 +65,12 @@ local function kept(m, patterns)
   local ones = {}
   for k = 1, m.n do ones[k] = 1 end
   return m:restrict(ones, patterns)
+end
+
+-- `rows` cut by the --limit values in opts.limits, in order.
+local function limited(rows, opts)
+  for _, n in ipairs(opts.limits or {}) do rows = restrictions.limit(rows, n) end
+  return rows
 end
 
 local function need_memory(m)
@@ -102,8 +114,10 @@ function M.leaks(m, out, opts)
     if x ~= y then return x > y end
     return a.k < b.k
   end)
+  local all = #rows
+  rows = limited(rows, opts)
   out(sformat("Leaks in %s: blocks still live when the profile was written, by allocation"
-    .. " context\n\n", opts.title))
+    .. " context%s\n\n", display(opts.title), #rows < all and sformat(" (%d of %d)", #rows, all) or ""))
   if #rows == 0 then out("   no context holds live objects\n") end
   for _, r in ipairs(rows) do
     local k = r.k
@@ -123,13 +137,14 @@ function M.leaks(m, out, opts)
   end
 end
 
--- Lifetimes of node k as "avg A, min B, max C" in seconds, or nil when nothing was freed or
+-- Lifetimes of node k as "lifetime avg A, min B, max C", or nil when nothing was freed or
 -- the dump has no lifetimes.
-local function lifetimes(N, k)
+local function lifetimes(N, k, unit)
   local frees = N.free_count[k]
   if type(N.life_total) ~= "table" or frees == 0 then return nil end
-  return sformat("lifetime avg %.6g, min %.6g, max %.6g s", N.life_total[k] / frees,
-    N.life_min[k], N.life_max[k])
+  local d = text.duration
+  return sformat("lifetime avg %s, min %s, max %s%s", d(N.life_total[k] / frees, unit),
+    d(N.life_min[k], unit), d(N.life_max[k], unit), unit and " " .. text.unit_name(unit) or "")
 end
 
 local function alloc_types(N, k)
@@ -156,7 +171,7 @@ function M.stacks(m, out, opts)
     if x ~= y then return x > y end
     return a < b
   end)
-  out(sformat("Allocation contexts of %s: %d of %d, by %s\n\n", opts.title,
+  out(sformat("Allocation contexts of %s: %d of %d, by %s\n\n", display(opts.title),
     math.min(opts.count, #ks), #ks, opts.by == "live" and "live bytes" or "allocated bytes"))
   out(rjust("allocs", 9) .. " " .. rjust("bytes", 12) .. " " .. rjust("frees", 9) .. " "
     .. rjust("live", 9) .. " " .. rjust("live bytes", 12) .. " " .. rjust("min", 8) .. " "
@@ -168,7 +183,7 @@ function M.stacks(m, out, opts)
       .. rjust(int_str(live_bytes(N, k)), 12) .. " " .. rjust(int_str(N.min_size[k]), 8) .. " "
       .. rjust(int_str(N.max_size[k]), 8) .. "\n")
     if has_types(N) then out("      allocated: " .. alloc_types(N, k) .. "\n") end
-    local life = lifetimes(N, k)
+    local life = lifetimes(N, k, opts.unit)
     if life then out("      " .. life .. "\n") end
     stack_lines(m, k, out)
     out("\n")
@@ -212,8 +227,11 @@ function M.types(m, out, opts)
     if a.allocs ~= b.allocs then return a.allocs > b.allocs end
     return a.f < b.f
   end)
-  out(sformat("Lua types allocated per function in %s (lifetimes of the blocks freed, in"
-    .. " seconds)\n\n", opts.title))
+  local all = #order
+  order = limited(order, opts)
+  out(sformat("Lua types allocated per function in %s (lifetimes of the blocks freed%s)%s\n\n",
+    display(opts.title), opts.unit and ", in " .. text.unit_name(opts.unit) or "",
+    #order < all and sformat("; %d of %d functions", #order, all) or ""))
   out(rjust("allocs", 9) .. " " .. rjust("frees", 9) .. " " .. rjust("live", 9) .. "  "
     .. sformat("%-9s", "type") .. " " .. rjust("life avg", 10) .. " " .. rjust("life min", 10) .. " "
     .. rjust("life max", 10) .. "  function\n")
@@ -222,10 +240,11 @@ function M.types(m, out, opts)
       .. "  " .. sformat("%-9s", typename) .. " " .. life
   end
   for _, r in ipairs(order) do
-    local life = r.frees > 0 and (rjust(sformat("%.6g", r.life / r.frees), 10) .. " "
-      .. rjust(sformat("%.6g", r.min), 10) .. " " .. rjust(sformat("%.6g", r.max), 10))
+    local d, u = text.duration, opts.unit
+    local life = r.frees > 0 and (rjust(d(r.life / r.frees, u), 10) .. " "
+      .. rjust(d(r.min, u), 10) .. " " .. rjust(d(r.max, u), 10))
       or string.rep(" ", 32)
-    out(row(r.allocs, r.frees, "(all)", life) .. "  " .. m:label(r.f) .. "\n")
+    out(row(r.allocs, r.frees, "(all)", life) .. "  " .. display(m:label(r.f)) .. "\n")
     for _, t in ipairs(M.TYPES) do
       local c = r.t[t]
       if c[1] > 0 then out((string.gsub(row(c[1], c[2], t, ""), "%s+$", "")) .. "\n") end

@@ -36,7 +36,7 @@ local function memory_line(key, m)
     .. rjust(int_str(m.free_count), 9) .. " " .. rjust(int_str(m.alloc_bytes - m.free_bytes), 12)
     .. " " .. (sizes and srep(" ", 8) or rjust(int_str(m.min_size), 8))
     .. " " .. (sizes and srep(" ", 8) or rjust(int_str(m.max_size), 8))
-    .. " " .. funckey.func_std_string(key)
+    .. " " .. funckey.display_name(key)
 end
 
 --- Stats:print_memory(...): file lines, the totals over all functions, then the table of the

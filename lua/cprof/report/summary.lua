@@ -4,7 +4,9 @@
 --- (memory over time).
 --
 --   summary.read(path)             { file, meta, allocator = cprof.memory.stats()-shaped | nil }
+--   summary.has_memory(s)          whether it holds any memory number
 --   summary.print(s, out)          cprof-stats --summary: one dump
+--   summary.in_order(list)         the summaries in the order the dumps were taken
 --   summary.series(list, out)      cprof-stats --memory-series: one row per dump
 --   summary.series_svg(list, out)  the same as an SVG line chart of the byte counts
 
@@ -13,6 +15,7 @@ local _ENV = require("cprof.env")()
 local allocdata = require("cprof.allocdata")
 local allocator = require("cprof.report.allocator")
 local pyfmt = require("cprof.pyfmt")
+local display = require("cprof.sanitize").display
 
 local M = {}
 
@@ -41,12 +44,66 @@ local function charged(meta)
            freed = meta.memory_freed, live = meta.memory_bytes - meta.memory_freed }
 end
 
+--- Whether summary `s` holds any memory number: an allocator snapshot, or totals charged to
+--- contexts (a dump of a profile made with cprof's allocator installed).
+function M.has_memory(s)
+  return s.allocator ~= nil or charged(s.meta) ~= nil
+end
+
+-- The name `file` cut into runs of digits and of other bytes: { text, number or false, ... }.
+local function runs(file)
+  local out = {}
+  for digits, other in string.gmatch(file, "(%d*)(%D*)") do
+    if digits ~= "" then
+      out[#out + 1] = digits
+      out[#out + 1] = (string.gsub(digits, "^0+", "")) -- the number without its padding
+    end
+    if other ~= "" then
+      out[#out + 1] = other
+      out[#out + 1] = false
+    end
+  end
+  return out
+end
+
+-- Whether file name a comes before b when the numbers in them are read as numbers (srv.9.prof
+-- before srv.10.prof, srv.09.prof next to srv.9.prof), the rest byte by byte.
+local function name_before(a, b)
+  local x, y = runs(a), runs(b)
+  for i = 1, math.min(#x, #y), 2 do
+    local n, m = x[i + 1], y[i + 1]
+    if n and m then
+      if #n ~= #m then return #n < #m end
+      if n ~= m then return n < m end
+    end
+    if x[i] ~= y[i] then return x[i] < y[i] end
+  end
+  return #x < #y
+end
+
+--- The summaries in the order their dumps were taken: a profile's dumps together, the profiles
+--- in the order they started (meta.start_time), and one profile's dumps in the order of their
+--- names with the numbers in them read as numbers: the live dumps' %n counts them, padded or
+--- not (srv.2.prof before srv.10.prof).  The dumps hold no number of their own to order them
+--- by: a profile reset after each dump (live{reset = true}) starts its total_time anew.
+function M.in_order(list)
+  local sorted = {}
+  for i, s in ipairs(list) do sorted[i] = s end
+  local function start(s) return type(s.meta.start_time) == "number" and s.meta.start_time or 0 end
+  table.sort(sorted, function(a, b)
+    if start(a) ~= start(b) then return start(a) < start(b) end
+    if a.file ~= b.file then return name_before(a.file, b.file) end
+    return false
+  end)
+  return sorted
+end
+
 --- cprof-stats --summary FILE: the profile's memory totals and the allocator's state (free,
 --- Lua types, kmemstat), or a line saying what the dump lacks.
 function M.print(s, out)
   local meta = s.meta
-  out(sformat("Summary of %s", s.file))
-  if type(meta.command) == "string" and meta.command ~= "" then out(": " .. meta.command) end
+  out(sformat("Summary of %s", display(s.file)))
+  if type(meta.command) == "string" and meta.command ~= "" then out(": " .. display(meta.command)) end
   out("\n\n")
   local c = charged(meta)
   if c then
@@ -87,10 +144,11 @@ local COLUMNS = {
 -- The values of the series that a chart draws: byte counts.
 local CHARTED = { 1, 3, 4, 6 }
 
---- cprof-stats --memory-series FILE...: one row per dump in the order given, with the growth
---- of Lua's bytes since the previous one.
+--- cprof-stats --memory-series FILE...: one row per dump in the order given (M.in_order makes
+--- it the order they were taken), with the growth of Lua's bytes since the previous one.
 function M.series(list, out)
-  out("Memory over " .. #list .. " dumps (the allocator's numbers when each was written)\n\n")
+  out("Memory over " .. #list .. " dumps in the order they were taken (the allocator's numbers"
+    .. " when each was written)\n\n")
   local head = { rjust("#", 3) }
   for _, c in ipairs(COLUMNS) do head[#head + 1] = rjust(c[1], 13) end
   head[#head + 1] = rjust("growth", 13) .. "  file"
@@ -105,7 +163,7 @@ function M.series(list, out)
     local now = COLUMNS[1][2](s)
     local growth = (now and prev) and now - prev or nil
     row[#row + 1] = rjust(growth and ((growth > 0 and "+" or "") .. int_str(growth)) or "", 13)
-    out(concat(row, " ") .. "  " .. s.file .. "\n")
+    out(concat(row, " ") .. "  " .. display(s.file) .. "\n")
     prev = now
   end
 end

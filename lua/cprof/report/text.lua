@@ -11,17 +11,57 @@ local funckey = require "cprof.funckey"
 local profdata = require "cprof.profdata"
 local pyfmt = require "cprof.pyfmt"
 local restrictions = require "cprof.restrictions"
+local sanitize = require "cprof.sanitize"
 
 local M = {}
 
-local type, ipairs, tostring = type, ipairs, tostring
+local type, ipairs, pairs, tostring, tonumber = type, ipairs, pairs, tostring, tonumber
 local sformat = string.format
 local int_str, f8, rjust = pyfmt.int_str, pyfmt.f8, pyfmt.rjust
-local func_std_string = funckey.func_std_string
+local display_name, display = funckey.display_name, sanitize.display
 
 --- The column header line (without newline).
 function M.title_line()
   return "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)"
+end
+
+-- The names of the units a time unit option (cprof-stats -u) takes, by seconds per unit.
+local UNIT_NAMES = { [1] = "s", [1e-3] = "ms", [1e-6] = "us", [1e-9] = "ns" }
+
+--- The name of a time unit of `u` seconds, for a heading: "s", "ms", "us", "ns", or "units of
+--- 0.5 s".
+function M.unit_name(u)
+  return UNIT_NAMES[u] or ("units of " .. pyfmt.g("%g", u) .. " s")
+end
+
+--- The seconds per unit that a time unit option (cprof-stats -u) gives: s, ms, us, ns, or a
+--- positive number of seconds; nil for anything else.
+function M.unit_of(v)
+  for u, name in pairs(UNIT_NAMES) do
+    if v == name then return u end
+  end
+  local u = tonumber(v)
+  if u and u > 0 and u ~= math.huge then return u end
+  return nil
+end
+
+--- A duration of `x` seconds as text: with `unit` (seconds per unit: cprof-stats -u), its number
+--- of units with three decimals, for a column whose heading names the unit; without, in the
+--- largest of s, ms, us and ns that keeps it at least 1, to three significant digits, with
+--- that unit ("2.50 ms", "312 ns", "0 s").
+function M.duration(x, unit)
+  if unit then return sformat("%.3f", x / unit) end
+  if x == 0 then return "0 s" end
+  local u = 1e-9
+  for _, v in ipairs({ 1, 1e-3, 1e-6 }) do
+    if math.abs(x) >= v then
+      u = v
+      break
+    end
+  end
+  local n = x / u
+  local a = math.abs(n)
+  return sformat(a >= 99.95 and "%.0f %s" or a >= 9.995 and "%.1f %s" or "%.2f %s", n, UNIT_NAMES[u])
 end
 
 --- "1 time", "2 times": a count and its noun.
@@ -44,12 +84,12 @@ local function stats_line(key, r)
     .. (nc == 0 and "        " or f8(tt / nc)) .. " "
     .. f8(ct) .. " "
     .. (cc == 0 and "        " or f8(ct / cc)) .. " "
-    .. func_std_string(key)
+    .. display_name(key)
 end
 
 --- The file lines of st (Stats loaded from files), then an empty line if there were any.
 function M.print_files(st, out)
-  for _, f in ipairs(st.files) do out(f .. "\n") end
+  for _, f in ipairs(st.files) do out(display(f) .. "\n") end
   if #st.files > 0 then out("\n") end
 end
 
@@ -92,7 +132,7 @@ local function print_head(st, out)
   M.print_files(st, out)
   local indent = "        "
   for _, f in ipairs(st.top_level) do
-    out(indent .. " " .. tostring(f[3]) .. "\n")
+    out(indent .. " " .. display(tostring(f[3])) .. "\n")
   end
   local s = indent .. " " .. int_str(st.total_calls) .. " function calls "
   if st.total_calls ~= st.prim_calls then
@@ -104,7 +144,7 @@ local function print_head(st, out)
   if overhead then out(overhead .. "\n\n") end
   -- cprof turns LuaJIT's compiler off while it profiles, or compiled code would call no hook
   if profdata.on_luajit(st.meta) then
-    out("   cprof: profiled on " .. st.meta.lua_version .. " with the JIT compiler off: the times"
+    out("   cprof: profiled on " .. display(st.meta.lua_version) .. " with the JIT compiler off: the times"
       .. " are those of the interpreter\n\n")
   end
 end
@@ -124,7 +164,7 @@ local function print_warnings(st, out)
   end
   if meta.fast_path == "fallback" then
     out(sformat("   cprof: the fast path was not used: %s; every call was resolved through Lua's" ..
-                " public API\n\n", tostring(meta.fast_path_why)))
+                " public API\n\n", display(tostring(meta.fast_path_why))))
   end
   if type(meta.bias_clamped) == "number" and meta.bias_clamped > 0 then
     local per_event = type(meta.bias_lua_call) ~= "number" and

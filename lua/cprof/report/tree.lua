@@ -25,6 +25,8 @@
 
 local _ENV = require("cprof.env")()
 
+local display = require("cprof.sanitize").display
+
 local M = {}
 
 local sformat, srep, concat, ipairs = string.format, string.rep, table.concat, ipairs
@@ -57,14 +59,14 @@ function M.write(m, put, opts)
 
   local all_calls = 0
   for k = 1, m.n do all_calls = all_calls + N.ncalls[k] end
-  put(sformat("Call tree of %s: %.6f seconds, %d calls\n", opts.title or "the profile", total,
+  put(sformat("Call tree of %s: %.6f seconds, %d calls\n", display(opts.title or "the profile"), total,
     all_calls))
   local notes = {}
   if restricted then
     notes[#notes + 1] = sformat("only the paths through %s: %.6f seconds (%.1f%%)",
-      concat(opts.patterns, " or "), incl[0], total > 0 and 100 * incl[0] / total or 0)
+      display(concat(opts.patterns, " or ")), incl[0], total > 0 and 100 * incl[0] / total or 0)
   end
-  if #opts.hide > 0 then notes[#notes + 1] = "hidden: " .. concat(opts.hide, ", ") end
+  if #opts.hide > 0 then notes[#notes + 1] = "hidden: " .. display(concat(opts.hide, ", ")) end
   if min_percent > 0 then notes[#notes + 1] = sformat("nodes under %g%% of the total left out", min_percent) end
   if max_depth then notes[#notes + 1] = sformat("at most %d levels", max_depth) end
   if #notes > 0 then put(concat(notes, "; ") .. "\n") end
@@ -97,7 +99,7 @@ function M.write(m, put, opts)
     if mem then
       line = line .. sformat("  %14d  %10d  %14d", mem[1][k], mem[2][k], mem[3][k])
     end
-    put(line .. "  " .. srep("  ", depth - 1) .. m:label(frame[k]) .. "\n")
+    put(line .. "  " .. srep("  ", depth - 1) .. display(m:label(frame[k])) .. "\n")
   end)
   local left = {}
   if by_cut > 0 then left[#left + 1] = sformat("%d under %g%% of the total", by_cut, min_percent) end
