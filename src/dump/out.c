@@ -8,6 +8,7 @@
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -177,13 +178,14 @@ static void remove_stale(DumpOut *o) {
   closedir(d);
 }
 
-/* A new name for the temporary file of o->target. */
+/* A new name for the temporary file of o->target. The counter is shared by the threads that
+   write dumps at once, each from a state of its own. */
 static void temp_name(DumpOut *o) {
-  static unsigned counter;
+  static atomic_uint counter;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t seed = hash_fib((uint64_t)ts.tv_nsec) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)o;
-  seed += hash_fib(++counter);
+  seed += hash_fib(atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) + 1);
   size_t size = strlen(o->target) + 64;
   if (!o->tmppath) o->tmppath = out_alloc(o, size, 1);
   snprintf(o->tmppath, size, "%s.tmp.%ld.%08x", o->target, (long)getpid(), (unsigned)hash_mix64(seed));
