@@ -188,6 +188,26 @@ describe("dump files", function()
       assert.are.same({ "a", "b" }, S.listing(dir))
     end)
 
+    it("writes a file whose name is up to 255 bytes long, and says so of a longer one", function()
+      -- The temporary file's name adds a suffix to the target's: it keeps less of a long name.
+      for _, n in ipairs { 236, 237, 246, 255 } do
+        local path = dir .. "/" .. ("n"):rep(n - 5) .. ".prof"
+        assert.is_true(core.write_dump(path, small_data()))
+        assert.is_true(core.write_dump(path, small_data()), "replaced")
+        assert.are.equal("f", core.read_dump(path).frames.name[1])
+        assert.is_true(core.write_file(path, "export"))
+        assert.are.same({ path:match("[^/]*$") }, S.listing(dir))
+        os.remove(path)
+      end
+      local long = dir .. "/" .. ("n"):rep(256)
+      fails_with("cprof: " .. long .. ": the file name is 256 bytes long; its folder's file system takes at most 255",
+                 core.write_dump, long, small_data())
+      local deep = dir .. "/" .. ("d"):rep(256) .. "/x.prof"
+      fails_with("cprof: " .. deep .. ": a folder's name in the path is longer than its file system takes",
+                 core.write_dump, deep, small_data())
+      assert.are.same({}, S.listing(dir))
+    end)
+
     it("removes the temporary files that killed writers of the same file left, and only those", function()
       local path = dir .. "/out.prof"
       -- 99999999 is above any pid_max (at most 2^22): no such process.

@@ -100,6 +100,21 @@ void out_bytes(DumpOut *o, const void *p, size_t n) {
 /* ------------------------------------------------------------------------------------------ */
 /* The target */
 
+/* The folder of path `p` ("." for a bare name) in `buf`, and where its last name starts. */
+static const char *folder_of(const char *p, char *buf, size_t size, const char **base) {
+  const char *slash = strrchr(p, '/');
+  *base = slash ? slash + 1 : p;
+  if (!slash) return ".";
+  size_t n = slash == p ? 1 : (size_t)(slash - p);
+  snprintf(buf, size, "%.*s", (int)n, p);
+  return buf;
+}
+
+/* The folder of o->target, and where its last name starts. */
+static const char *target_folder(const DumpOut *o, char *buf, size_t size, const char **base) {
+  return folder_of(o->target, buf, size, base);
+}
+
 /* o->target: o->name with every symbolic link followed (the last one may point nowhere yet: the
    dump creates its target), so that the link stays and the file it names is replaced. */
 static void follow_links(DumpOut *o) {
@@ -133,17 +148,31 @@ static void follow_links(DumpOut *o) {
   free(link);
 }
 
-/* The folder of o->target ("." for a bare name) in `buf`, and where its last name starts. */
-static const char *target_folder(const DumpOut *o, char *buf, size_t size, const char **base) {
-  const char *slash = strrchr(o->target, '/');
-  *base = slash ? slash + 1 : o->target;
-  if (!slash) return ".";
-  size_t n = slash == o->target ? 1 : (size_t)(slash - o->target);
-  snprintf(buf, size, "%.*s", (int)n, o->target);
-  return buf;
+/* The longest suffix a temporary file's name adds to the target's: ".tmp.", a pid, ".", 8 hex
+   digits. */
+#define TEMP_SUFFIX (5 + 10 + 1 + 8)
+
+/* o->keep: how much of the target's last name its temporary files' names keep. All of it, but
+   where it and the suffix would pass the longest name the folder's file system takes (255 bytes
+   on most): then a prefix, which the temporary files of other long names may share (only those
+   of dead writers are ever removed). A target's name that is itself too long is refused here,
+   naming that limit. */
+static void temp_room(DumpOut *o) {
+  char folder[PATH_MAX];
+  const char *base;
+  const char *dir = target_folder(o, folder, sizeof folder, &base);
+  long max = pathconf(dir, _PC_NAME_MAX);
+  if (max <= 0) max = NAME_MAX;
+  size_t blen = strlen(base);
+  if (blen > (size_t)max)
+    out_error(o, "the file name is %zu bytes long; its folder's file system takes at most %ld",
+              blen, max);
+  size_t room = max > TEMP_SUFFIX ? (size_t)max - TEMP_SUFFIX : 1;
+  o->keep = blen < room ? blen : room;
 }
 
-/* "<base>.tmp.<pid>.<8 hex digits>", the name of every temporary file: its pid, or 0. */
+/* "<base>.tmp.<pid>.<8 hex digits>", the name of every temporary file (base: the first o->keep
+   bytes of the target's name): its pid, or 0. */
 static long temp_pid(const char *name, const char *base, size_t blen) {
   if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0) return 0;
   const char *p = name + blen + 5;
@@ -164,7 +193,7 @@ static void remove_stale(DumpOut *o) {
   DIR *d = opendir(dir);
   if (!d) return; /* creating the temporary file reports what is wrong with the folder */
   int dfd = dirfd(d);
-  size_t blen = strlen(base);
+  size_t blen = o->keep;
   if (blen == 0) {  /* a name ending in "/": creating the file will say what is wrong */
     closedir(d);
     return;
@@ -186,14 +215,25 @@ static void temp_name(DumpOut *o) {
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t seed = hash_fib((uint64_t)ts.tv_nsec) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)o;
   seed += hash_fib(atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) + 1);
-  size_t size = strlen(o->target) + 64;
+  char folder[PATH_MAX];
+  const char *base;
+  target_folder(o, folder, sizeof folder, &base);
+  int prefix = (int)((size_t)(base - o->target) + o->keep);
+  size_t size = (size_t)prefix + TEMP_SUFFIX + 1;
   if (!o->tmppath) o->tmppath = out_alloc(o, size, 1);
-  snprintf(o->tmppath, size, "%s.tmp.%ld.%08x", o->target, (long)getpid(), (unsigned)hash_mix64(seed));
+  snprintf(o->tmppath, size, "%.*s.tmp.%ld.%08x", prefix, o->target, (long)getpid(),
+           (unsigned)hash_mix64(seed));
 }
 
 static void cannot_create(DumpOut *o, int e) {
+  size_t len = strlen(o->tmppath);
   free(o->tmppath);
   o->tmppath = NULL;
+  if (e == ENAMETOOLONG && len >= PATH_MAX)
+    out_error(o, "the path is too long: its temporary file's is %zu bytes, the system takes at "
+                 "most %d", len, PATH_MAX - 1);
+  if (e == ENAMETOOLONG)
+    out_error(o, "a folder's name in the path is longer than its file system takes");
   char folder[PATH_MAX];
   const char *base;
   const char *dir = target_folder(o, folder, sizeof folder, &base);
@@ -246,6 +286,7 @@ void out_open_file(DumpOut *o) {
                                                 : "a socket");
   }
   follow_links(o);
+  temp_room(o);
   remove_stale(o);
   if (!open_unnamed(o)) name_temp(o, -1);
   o->buf = out_alloc(o, OUT_FILE_BUFFER, 1);

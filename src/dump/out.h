@@ -33,6 +33,7 @@ typedef struct DumpOut {
                               happens where O_TMPFILE does not work; the C tests set it) */
   char *target;            /* the file to replace: name with its symbolic links followed */
   char *tmppath;           /* the temporary file's name while it has one */
+  size_t keep;             /* bytes of the target's last name that the temporary file's keeps */
 } DumpOut;
 
 /* Raises "cprof: <name>: <fmt ...>". */
