@@ -1,7 +1,7 @@
 /* The writer's output (dump/out.h): a buffer, flushed to the temporary file when full; the
    section directory is patched with pwrite() at the end, then the file takes the target's name.
-   Once per dump: a stat and a readlink per symbolic link, a scan of the target's folder for
-   temporary files of dead writers; then a CRC-32C step per byte. */
+   Once per dump: a stat and a readlink per symbolic link (and a stat of its folder), a scan of
+   the target's folder for temporary files of dead writers; then a CRC-32C step per byte. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -115,6 +115,20 @@ static const char *target_folder(const DumpOut *o, char *buf, size_t size, const
   return folder_of(o->target, buf, size, base);
 }
 
+/* Whether the kernel would refuse to follow symbolic link `link` (lstat gave `st`): its
+   fs.protected_symlinks rule, which a link resolved here would go around, so that another
+   user's link planted in /tmp cannot have a victim's file replaced. A link in a sticky folder
+   that anyone may write to is followed only by its owner, or when it is the folder's owner's. */
+static int protected_link(const char *link, const struct stat *st) {
+  if (st->st_uid == geteuid()) return 0;
+  char folder[PATH_MAX];
+  const char *base;
+  struct stat dir;
+  if (stat(folder_of(link, folder, sizeof folder, &base), &dir) != 0) return 1;
+  if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)) return 0;
+  return dir.st_uid != st->st_uid;
+}
+
 /* o->target: o->name with every symbolic link followed (the last one may point nowhere yet: the
    dump creates its target), so that the link stays and the file it names is replaced. */
 static void follow_links(DumpOut *o) {
@@ -126,7 +140,13 @@ static void follow_links(DumpOut *o) {
   for (int hops = 0;; hops++) {
     struct stat st;
     ssize_t n;
-    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode) || (n = readlink(cur, link, PATH_MAX)) < 0) break;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) break;
+    if (protected_link(cur, &st)) {
+      free(link);
+      out_error(o, "refusing to follow the symbolic link %s: another user's, in a sticky folder "
+                   "anyone may write to (the kernel's fs.protected_symlinks rule)", cur);
+    }
+    if ((n = readlink(cur, link, PATH_MAX)) < 0) break;
     if (hops == MAX_LINKS || n == PATH_MAX) {
       free(link);
       out_error(o, "cannot follow the symbolic link: %s", strerror(hops == MAX_LINKS ? ELOOP : ENAMETOOLONG));

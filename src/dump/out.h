@@ -3,10 +3,12 @@
  * (or a new one) is replaced atomically: the bytes go through a 1 MiB buffer to a temporary file
  * in the target's folder, which becomes the target only once complete, so the target is always
  * the old file or the whole new one. A symbolic link is followed (its target is replaced, the
- * link stays); a character device or a FIFO (/dev/null, a pipe) is written through, never
- * replaced; a directory, a block device or a socket is refused. Every failure raises the Lua
- * error "cprof: <name>: <what is wrong>": the writer runs inside lua_pcall and then releases
- * what is left (out_release). An encoded number costs a few stores.
+ * link stays), but not one the kernel's fs.protected_symlinks would refuse to follow (another
+ * user's in a sticky folder anyone may write to); a character device or a FIFO (/dev/null, a
+ * pipe) is written through, never replaced; a directory, a block device or a socket is
+ * refused. Every failure raises the Lua error "cprof: <name>: <what is wrong>": the writer
+ * runs inside lua_pcall and then releases what is left (out_release). An encoded number costs
+ * a few stores.
  */
 #ifndef CPROF_OUT_H
 #define CPROF_OUT_H
