@@ -207,6 +207,11 @@ describe("dump files", function()
       fails_with(refused:format(dir .. "/mine.prof", link), core.write_dump, dir .. "/mine.prof", small_data())
       fails_with(refused:format(link, link), core.write_file, link, "text")
       assert.are.equal("the victim's file", read_file(victim))
+      -- Nor is such a link to a FIFO or a device written through.
+      local fifo = sticky .. "/fifo.prof"
+      sh("ln -s /dev/null " .. q(fifo) .. " && chown -h nobody " .. q(fifo))
+      fails_with(refused:format(fifo, fifo), core.write_dump, fifo, small_data())
+      sh("rm " .. q(fifo))
       assert.are.same({ "out.prof" }, S.listing(sticky))
       -- The folder's owner's link is followed, and so is one's own.
       sh("chown nobody " .. q(sticky))

@@ -295,6 +295,9 @@ static void name_temp(DumpOut *o, int linkfd) {
 }
 
 void out_open_file(DumpOut *o) {
+  /* First, as the links to a device are checked too: another user's link to a FIFO of theirs
+     would have the dump sent to them. */
+  follow_links(o);
   struct stat st;
   if (stat(o->name, &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) { /* written through, in one go at the end */
@@ -305,7 +308,6 @@ void out_open_file(DumpOut *o) {
                                                 : S_ISBLK(st.st_mode) ? "a block device"
                                                 : "a socket");
   }
-  follow_links(o);
   temp_room(o);
   remove_stale(o);
   if (!open_unnamed(o)) name_temp(o, -1);
