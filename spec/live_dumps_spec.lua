@@ -169,6 +169,47 @@ while not io.open(%q) do for _ = 1, 100 do f() end end
   end)
 end)
 
+describe("a live dump that takes longer than the interval", function()
+  it("does not starve the program: each interval starts when the last dump ended, and is no shorter than it", function()
+    -- Each dump takes at least 50 ms (its name function sleeps), the interval is 1 ms. Were the
+    -- next dump asked for while one is written, dumps would follow each other with one return
+    -- between them. With each interval as long as the last dump at least, K dumps take at
+    -- least (2K - 1) * 50 ms of the run, whatever the machine's load: K <= (elapsed + 0.05) * 10.
+    local dir = S.new_dir()
+    local script = dir .. "/slow.lua"
+    S.write_file(script, ([[
+local cprof = require "cprof"
+local p = cprof.Profile()
+p:enable()
+local h = p:live { interval = 0.001, file = function(n)
+  os.execute("sleep 0.05")
+  return %q .. n .. ".prof"
+end }
+local function f() return 1 end
+while not io.open(%q) do for _ = 1, 10 do f() end end
+h:stop()
+p:disable()
+print("done")
+]]):format(dir .. "/live.", dir .. "/stop"))
+    local function now() return tonumber(S.capture("date +%s.%N"):match("[%d.]+")) end
+    local t0 = now()
+    os.execute("(sleep 1; touch " .. S.q(dir .. "/stop") .. ") &")
+    local out, err, status = S.capture(child_env("") .. " " .. S.lua .. " " .. S.q(script))
+    local elapsed = now() - t0
+    assert.are.same({ "done\n", "", 0 }, { out, err, status })
+    local k = 0
+    while S.read_file(("%s/live.%d.prof"):format(dir, k + 1)) do
+      k = k + 1
+      assert.is_table(cprof.load(("%s/live.%d.prof"):format(dir, k)))
+    end
+    assert.are.equal(k + 2, #S.listing(dir), "dumps numbered 1 to k, the script and the stop file")
+    assert.is_true(k >= 2, "dumps on the timer: " .. k)
+    assert.is_true(k <= (elapsed + 0.05) * 10,
+      ("%d dumps in %.2f s: more than one per 100 ms"):format(k, elapsed))
+    S.remove_dir(dir)
+  end)
+end)
+
 describe("p:dump_stats(file, {reset = true})", function()
   local function f() return 1 end
 
