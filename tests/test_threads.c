@@ -3,7 +3,9 @@
  * the same moment (a barrier lets them go together), profile the same work and dump it, three
  * rounds each, so that one thread's module set-up overlaps another's hook. Every dump must hold
  * the exact counts and the names learnt at set-up (the standard library's iterators, the
- * functions coroutine.wrap makes). `make ctest` also runs it built with ThreadSanitizer against
+ * functions coroutine.wrap makes). The first thread then takes live dumps on a timer (the timer
+ * thread and the hook meet), while the others' hooks see the process's request and leave it to
+ * the state that asked. `make ctest` also runs it built with ThreadSanitizer against
  * objects built with it (build/ctest/tsan/), which fails on any data race in cprof's code.
  */
 #include <pthread.h>
@@ -21,9 +23,9 @@ int luaopen_cprof_core(lua_State *L);
 
 enum { NTHREADS = 4, ROUNDS = 3, CALLS = 200 };
 
-/* (path, calls) -> nil, or a message naming the first count or name that is wrong. */
+/* (path, calls, live) -> nil, or a message naming the first count or name that is wrong. */
 static const char WORK[] =
-    "local path, calls = ...\n"
+    "local path, calls, live = ...\n"
     "local core = require 'cprof.core'\n"
     "local p = core.new { timer = 'counter' }\n"
     "local function leaf(i) return i % 3 end\n"
@@ -47,10 +49,22 @@ static const char WORK[] =
     "for name, n in pairs(want) do\n"
     "  if got[name] ~= n then return name .. ': ' .. tostring(got[name]) .. ' calls, not ' .. n end\n"
     "end\n"
+    "local wrapped\n"
     "for name, n in pairs(got) do\n"
-    "  if name:find('^wrap%(') then return n ~= 2 * calls and name .. ': ' .. n .. ' calls' or nil end\n"
+    "  if name:find('^wrap%(') then wrapped = n end\n"
     "end\n"
-    "return 'no wrap(...) entry for the function coroutine.wrap made'\n";
+    "if wrapped ~= 2 * calls then return 'wrap(...): ' .. tostring(wrapped) .. ' calls' end\n"
+    "if live then\n"
+    "  local dumps = 0\n"
+    "  local h = core.live(function()\n"
+    "    dumps = dumps + 1\n"
+    "    core.write_dump(path, p:snapshot())\n"
+    "  end, nil, 0.001)\n"
+    "  p:enable()\n"
+    "  while dumps < 3 do work(0) end\n"
+    "  p:disable()\n"
+    "  h:stop()\n"
+    "end\n";
 
 typedef struct Job {
   int id;
@@ -83,7 +97,8 @@ static int one_round(Job *job, int round) {
   } else {
     lua_pushstring(L, path);
     lua_pushinteger(L, CALLS);
-    if (lua_pcall(L, 2, 1, 0) != LUA_OK || !lua_isnil(L, -1))
+    lua_pushboolean(L, job->id == 0);
+    if (lua_pcall(L, 3, 1, 0) != LUA_OK || !lua_isnil(L, -1))
       snprintf(job->why, sizeof job->why, "round %d: %s", round, lua_tostring(L, -1));
     else
       failed = 0;
