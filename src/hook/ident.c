@@ -103,7 +103,8 @@ static void learn(lua_State *L, Learnt *lr, const char *mod, const char *fn, con
 
 void ident_setup(lua_State *L) {
   int top = lua_gettop(L);
-  /* A state that loads the module again keeps its userdata: enabled profiles point into it. */
+  /* A state that loads the module again learns into the same userdata: what the program has
+     removed since stays known. */
   Learnt *lr = (Learnt *)learnt(L);
   if (!lr) {
     lr = lua_newuserdata(L, sizeof *lr);
