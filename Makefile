@@ -29,9 +29,11 @@ endif
 pc.lua5.4        := lua5.4
 pc.luajit        := luajit
 pc.asan          := lua5.4
+pc.tsan          := lua5.4
 pcfallback.lua5.4 := -I/usr/include/lua5.4
 pcfallback.luajit := -I/usr/include/luajit-2.1
 pcfallback.asan   := -I/usr/include/lua5.4
+pcfallback.tsan   := -I/usr/include/lua5.4
 
 # Deferred (=) so that pkg-config is asked only when a recipe runs, i.e. after `make deps`.
 lua_cflags = $(shell pkg-config --cflags $(pc.$(1)) 2>/dev/null || echo $(pcfallback.$(1)))
@@ -46,6 +48,7 @@ CPPFLAGS  ?=
 LDFLAGS   ?=
 LIBS      := -lm -lpthread -ldl
 SAN_FLAGS := -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer -g -O1
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -g -O1
 
 # Every function starts a cache line: where the hook's and the engine's code fall against each
 # other moved a coroutine switch's cost by up to 8 ns from one build to the next (the branch
@@ -56,10 +59,12 @@ BASE_CFLAGS = -std=c11 -Wall -Wextra -Werror -falign-functions=64 -Isrc
 cc.lua5.4 = $(CC)
 cc.luajit = $(CC)
 cc.asan   = $(ASAN_CC)
+cc.tsan   = $(ASAN_CC)
 
 cflags.lua5.4 = $(BASE_CFLAGS) $(CFLAGS) -fPIC -D_GNU_SOURCE $(CPPFLAGS) $(call lua_cflags,lua5.4)
 cflags.luajit = $(BASE_CFLAGS) $(CFLAGS) -fPIC -D_GNU_SOURCE $(CPPFLAGS) $(call lua_cflags,luajit)
 cflags.asan   = $(BASE_CFLAGS) $(SAN_FLAGS) -fPIC -D_GNU_SOURCE $(CPPFLAGS) $(call lua_cflags,asan)
+cflags.tsan   = $(BASE_CFLAGS) $(TSAN_FLAGS) -fPIC -D_GNU_SOURCE $(CPPFLAGS) $(call lua_cflags,tsan)
 
 # The module is never linked against liblua: the interpreter that loads it provides the API.
 ldflags.lua5.4 = -shared $(LDFLAGS)
@@ -67,6 +72,7 @@ ldflags.luajit = -shared $(LDFLAGS)
 # -z nodelete keeps the sanitized module mapped after lua_close() dlclose()s it, so that the
 # leak reports printed at exit can still name cprof's functions.
 ldflags.asan   = -shared $(SAN_FLAGS) -Wl,-z,nodelete $(LDFLAGS)
+ldflags.tsan   = -shared $(TSAN_FLAGS) $(LDFLAGS)
 
 SRCS := $(sort $(wildcard src/*.c src/*/*.c))
 HDRS := $(sort $(wildcard src/*.h src/*/*.h))
@@ -144,7 +150,7 @@ help:
 	@echo 'make valgrind         $(VALGRIND_RUN) under valgrind'
 	@echo 'make bench            run bench/*.lua, then bench-alloc'
 	@echo 'make bench-alloc      cprof'"'"'s allocator against the default one (and mimalloc)'
-	@echo 'make ctest            C unit tests of the allocator, the hash index and the engine (also ASan)'
+	@echo 'make ctest            C unit tests of the allocator, the hash index and the engine (also ASan, TSan)'
 	@echo 'make check-includes   the #include graph of src/ has no cycle'
 	@echo 'make export-readers   the programs the export specs read exports with (python3, go, ...)'
 	@echo 'make clean            remove build/'
@@ -171,7 +177,7 @@ build/$(1)/emptyhook.so: bench/emptyhook.c build/$(1)/.flags | $$(DEPS_FIRST)
 	@mkdir -p $$(@D)
 	$$(cc.$(1)) $$(cflags.$(1)) $$(ldflags.$(1)) -o $$@ $$< $$(LIBS)
 endef
-$(foreach v,lua5.4 luajit asan,$(eval $(call variant_rules,$(v))))
+$(foreach v,lua5.4 luajit asan tsan,$(eval $(call variant_rules,$(v))))
 
 deps:
 	@missing=''; \
@@ -253,11 +259,15 @@ test: deps export-readers
 # The C unit tests (tests/test_*.c), each built twice against cprof's objects: as is (those of
 # build/lua5.4/) and with AddressSanitizer + UBSan (those of build/asan/; LeakSanitizer checks
 # that closing a heap or a profile frees everything). They link liblua5.4 for whole states.
+# The tests that start threads (CTESTS_TSAN) are built a third time with ThreadSanitizer
+# (objects of build/tsan/), which fails them on any data race in cprof's code.
 CTESTS     := $(patsubst tests/%.c,%,$(sort $(wildcard tests/test_*.c)))
 lua54_libs  = $(shell pkg-config --libs lua5.4 2>/dev/null || echo -llua5.4)
 ctest_objs  = $(patsubst src/%.c,build/$(1)/obj/%.o,$(SRCS))
 ASAN_RUN   := ASAN_OPTIONS='detect_leaks=1:abort_on_error=1' \
               UBSAN_OPTIONS='halt_on_error=1:print_stacktrace=1'
+CTESTS_TSAN := test_threads
+TSAN_RUN    := TSAN_OPTIONS='halt_on_error=1:exitcode=66'
 
 build/ctest/%: tests/%.c tests/ctest.h $(HDRS) $(call ctest_objs,lua5.4) | $(DEPS_FIRST)
 	@mkdir -p $(@D)
@@ -269,7 +279,13 @@ build/ctest/asan/%: tests/%.c tests/ctest.h $(HDRS) $(call ctest_objs,asan) | $(
 	$(ASAN_CC) $(BASE_CFLAGS) $(SAN_FLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ $< \
 	  $(call ctest_objs,asan) $(lua54_libs) -ldl -lm -lpthread
 
-ctest: $(addprefix build/ctest/,$(CTESTS)) $(addprefix build/ctest/asan/,$(CTESTS))
+build/ctest/tsan/%: tests/%.c tests/ctest.h $(HDRS) $(call ctest_objs,tsan) | $(DEPS_FIRST)
+	@mkdir -p $(@D)
+	$(ASAN_CC) $(BASE_CFLAGS) $(TSAN_FLAGS) -D_GNU_SOURCE $(call lua_cflags,lua5.4) -o $@ $< \
+	  $(call ctest_objs,tsan) $(lua54_libs) -ldl -lm -lpthread
+
+ctest: $(addprefix build/ctest/,$(CTESTS)) $(addprefix build/ctest/asan/,$(CTESTS)) \
+       $(addprefix build/ctest/tsan/,$(CTESTS_TSAN))
 	@status=0; \
 	for t in $(CTESTS); do \
 	  echo "==> C unit tests: build/ctest/$$t"; build/ctest/$$t || status=1; \
@@ -277,6 +293,10 @@ ctest: $(addprefix build/ctest/,$(CTESTS)) $(addprefix build/ctest/asan/,$(CTEST
 	for t in $(CTESTS); do \
 	  echo "==> C unit tests under ASan + UBSan: build/ctest/asan/$$t"; \
 	  $(ASAN_RUN) build/ctest/asan/$$t || status=1; \
+	done; \
+	for t in $(CTESTS_TSAN); do \
+	  echo "==> C unit tests under ThreadSanitizer: build/ctest/tsan/$$t"; \
+	  $(TSAN_RUN) build/ctest/tsan/$$t || status=1; \
 	done; \
 	exit $$status
 

@@ -188,6 +188,67 @@ describe("dump files", function()
       assert.are.same({ "a", "b" }, S.listing(dir))
     end)
 
+    it("refuses another user's symbolic link in a sticky folder anyone may write to, as the kernel does", function()
+      -- fs.protected_symlinks: a link planted in /tmp by another user must not get the file it
+      -- names replaced. Followed: one's own link, the folder owner's, any in a folder that is
+      -- not both sticky and writable by anyone.
+      local _, _, not_root = S.capture("test \"$(id -u)\" = 0")
+      if not_root ~= 0 then return pending("needs root, to give a link to another user (chown -h)") end
+      -- (chown aborts under the sanitizers' preloaded runtime: make asan)
+      local function sh(cmd) assert(os.execute("env -u LD_PRELOAD sh -c " .. q(cmd))) end
+      local sticky, victim = dir .. "/sticky", dir .. "/victim.prof"
+      local link = sticky .. "/out.prof"
+      sh("mkdir " .. q(sticky) .. " && chmod 1777 " .. q(sticky) .. " && ln -s ../victim.prof " .. q(link))
+      write_file(victim, "the victim's file")
+      sh("chown -h nobody " .. q(link))
+      local refused = "cprof: %s: refusing to follow the symbolic link %s: another user's, in a sticky "
+                      .. "folder anyone may write to (the kernel's fs.protected_symlinks rule)"
+      fails_with(refused:format(link, link), core.write_dump, link, small_data())
+      -- Also at the end of a chain of links, and for an export's file.
+      sh("ln -s sticky/out.prof " .. q(dir .. "/mine.prof"))
+      fails_with(refused:format(dir .. "/mine.prof", link), core.write_dump, dir .. "/mine.prof", small_data())
+      fails_with(refused:format(link, link), core.write_file, link, "text")
+      assert.are.equal("the victim's file", read_file(victim))
+      -- Nor is such a link to a FIFO or a device written through.
+      local fifo = sticky .. "/fifo.prof"
+      sh("ln -s /dev/null " .. q(fifo) .. " && chown -h nobody " .. q(fifo))
+      fails_with(refused:format(fifo, fifo), core.write_dump, fifo, small_data())
+      sh("rm " .. q(fifo))
+      assert.are.same({ "out.prof" }, S.listing(sticky))
+      -- The folder's owner's link is followed, and so is one's own.
+      sh("chown nobody " .. q(sticky))
+      assert.is_true(core.write_dump(link, small_data()))
+      assert.are.equal("f", core.read_dump(victim).frames.name[1])
+      sh("chown root " .. q(sticky) .. " && chown -h root " .. q(link))
+      assert.is_true(core.write_file(link, "mine"))
+      assert.are.equal("mine", read_file(victim))
+      -- Another user's link in a folder that is sticky but not writable by anyone is followed.
+      sh("chown -h nobody " .. q(link) .. " && chmod 1755 " .. q(sticky))
+      assert.is_true(core.write_file(link, "not world-writable"))
+      assert.are.equal("not world-writable", read_file(victim))
+      assert.are.same({ "out.prof" }, S.listing(sticky))
+    end)
+
+    it("writes a file whose name is up to 255 bytes long, and says so of a longer one", function()
+      -- The temporary file's name adds a suffix to the target's: it keeps less of a long name.
+      for _, n in ipairs { 236, 237, 246, 255 } do
+        local path = dir .. "/" .. ("n"):rep(n - 5) .. ".prof"
+        assert.is_true(core.write_dump(path, small_data()))
+        assert.is_true(core.write_dump(path, small_data()), "replaced")
+        assert.are.equal("f", core.read_dump(path).frames.name[1])
+        assert.is_true(core.write_file(path, "export"))
+        assert.are.same({ path:match("[^/]*$") }, S.listing(dir))
+        os.remove(path)
+      end
+      local long = dir .. "/" .. ("n"):rep(256)
+      fails_with("cprof: " .. long .. ": the file name is 256 bytes long; its folder's file system takes at most 255",
+                 core.write_dump, long, small_data())
+      local deep = dir .. "/" .. ("d"):rep(256) .. "/x.prof"
+      fails_with("cprof: " .. deep .. ": a folder's name in the path is longer than its file system takes",
+                 core.write_dump, deep, small_data())
+      assert.are.same({}, S.listing(dir))
+    end)
+
     it("removes the temporary files that killed writers of the same file left, and only those", function()
       local path = dir .. "/out.prof"
       -- 99999999 is above any pid_max (at most 2^22): no such process.

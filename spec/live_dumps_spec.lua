@@ -169,6 +169,78 @@ while not io.open(%q) do for _ = 1, 100 do f() end end
   end)
 end)
 
+describe("a live dump that fails", function()
+  it("is reported once per reason, without a doubled prefix, and once more when dumps work again", function()
+    -- The program asks for each dump itself (the handler has run when os.execute returns; the
+    -- dump is written at that return): three into a folder that does not exist, three where
+    -- a file stands in for the folder, then two that work.
+    local dir = S.new_dir()
+    local sub = dir .. "/sub"
+    local script = dir .. "/fail.lua"
+    S.write_file(script, ([[
+local function dump() os.execute("kill -USR1 $PPID") end
+for _ = 1, 3 do dump() end
+io.open(%q, "w"):close()
+for _ = 1, 3 do dump() end
+os.remove(%q)
+os.execute("mkdir " .. %q)
+for _ = 1, 2 do dump() end
+]]):format(sub, sub, S.q(sub)))
+    local out, err, status = S.capture(("%s %s -l cprof.auto %s"):format(
+      child_env("CPROF_SIGNAL=USR1 CPROF_OUT=" .. S.q(sub .. "/l.%n.prof")), S.lua, S.q(script)))
+    assert.are.equal("", out)
+    assert.are.equal(0, status)
+    assert.are.equal(table.concat({
+      ("cprof: live dump: %s/l.1.prof: cannot create a file in %s: No such file or directory (not reported again while it repeats)\n"):format(sub, sub),
+      ("cprof: live dump: %s/l.4.prof: cannot create a file in %s: Not a directory (not reported again while it repeats)\n"):format(sub, sub),
+      ("cprof: live dumps are written again (%s/l.7.prof), after 6 failed\n"):format(sub),
+    }), err)
+    assert.are.same({ "l.7.prof", "l.8.prof", "l.9.prof" }, S.listing(sub))
+    S.remove_dir(dir)
+  end)
+end)
+
+describe("a live dump that takes longer than the interval", function()
+  it("does not starve the program: each interval starts when the last dump ended, and is no shorter than it", function()
+    -- Each dump takes at least 50 ms (its name function sleeps), the interval is 1 ms. Were the
+    -- next dump asked for while one is written, dumps would follow each other with one return
+    -- between them. With each interval as long as the last dump at least, K dumps take at
+    -- least (2K - 1) * 50 ms of the run, whatever the machine's load: K <= (elapsed + 0.05) * 10.
+    local dir = S.new_dir()
+    local script = dir .. "/slow.lua"
+    S.write_file(script, ([[
+local cprof = require "cprof"
+local p = cprof.Profile()
+p:enable()
+local h = p:live { interval = 0.001, file = function(n)
+  os.execute("sleep 0.05")
+  return %q .. n .. ".prof"
+end }
+local function f() return 1 end
+while not io.open(%q) do for _ = 1, 10 do f() end end
+h:stop()
+p:disable()
+print("done")
+]]):format(dir .. "/live.", dir .. "/stop"))
+    local function now() return tonumber(S.capture("date +%s.%N"):match("[%d.]+")) end
+    local t0 = now()
+    os.execute("(sleep 1; touch " .. S.q(dir .. "/stop") .. ") &")
+    local out, err, status = S.capture(child_env("") .. " " .. S.lua .. " " .. S.q(script))
+    local elapsed = now() - t0
+    assert.are.same({ "done\n", "", 0 }, { out, err, status })
+    local k = 0
+    while S.read_file(("%s/live.%d.prof"):format(dir, k + 1)) do
+      k = k + 1
+      assert.is_table(cprof.load(("%s/live.%d.prof"):format(dir, k)))
+    end
+    assert.are.equal(k + 2, #S.listing(dir), "dumps numbered 1 to k, the script and the stop file")
+    assert.is_true(k >= 2, "dumps on the timer: " .. k)
+    assert.is_true(k <= (elapsed + 0.05) * 10,
+      ("%d dumps in %.2f s: more than one per 100 ms"):format(k, elapsed))
+    S.remove_dir(dir)
+  end)
+end)
+
 describe("p:dump_stats(file, {reset = true})", function()
   local function f() return 1 end
 

@@ -3,7 +3,7 @@
  * the start (named_temp: what happens where O_TMPFILE does not work) and with one that has
  * none until the end: the target gets the whole file only at the end, a failure leaves
  * nothing, and the temporary file of a writer killed mid-way is removed by the next writer of
- * the same target.
+ * the same target, also of a name too long to take the temporary file's suffix whole.
  */
 #include <dirent.h>
 #include <signal.h>
@@ -112,25 +112,35 @@ int main(int argc, char **argv) {
     CHECK(count(dir, name, sizeof name) == 0, "a failure left %s", name);
   }
 
-  /* A writer killed after creating its named temporary file; the next one removes the file. */
-  pid_t child = fork();
-  if (child == 0) {
-    DumpOut o = new_out(L, path, 1);
-    if (step(&o, OPEN) == 0) raise(SIGKILL);
-    _exit(1);
+  /* A writer killed after creating its named temporary file; the next one removes the file.
+     Also for a name of 250 bytes, whose temporary files keep only a prefix of it. */
+  char longpath[512], longname[251];
+  memset(longname, 'l', 250);
+  longname[250] = '\0';
+  snprintf(longpath, sizeof longpath, "%s/%s", dir, longname);
+  const char *const targets[] = {path, longpath};
+  for (int t = 0; t < 2; t++) {
+    const char *base = strrchr(targets[t], '/') + 1;
+    pid_t child = fork();
+    if (child == 0) {
+      DumpOut o = new_out(L, targets[t], 1);
+      if (step(&o, OPEN) == 0) raise(SIGKILL);
+      _exit(1);
+    }
+    int status;
+    waitpid(child, &status, 0);
+    CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child was killed");
+    char want[300];
+    snprintf(want, sizeof want, "%.*s.tmp.%ld.", (int)(t ? 255 - 24 : strlen(base)), base, (long)child);
+    CHECK(count(dir, name, sizeof name) == 1 && strncmp(name, want, strlen(want)) == 0 &&
+              strlen(name) == strlen(want) + 8,
+          "the killed writer's file: %s", name);
+    DumpOut o = new_out(L, targets[t], 1);
+    CHECK(step(&o, OPEN) == 0 && step(&o, WRITE) == 0 && step(&o, COMMIT) == 0, "the next write");
+    release(&o);
+    CHECK(count(dir, name, sizeof name) == 1 && strcmp(name, base) == 0, "left: %s", name);
+    unlink(targets[t]);
   }
-  int status;
-  waitpid(child, &status, 0);
-  CHECK(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL, "the child was killed");
-  char want[64];
-  snprintf(want, sizeof want, "out.prof.tmp.%ld.", (long)child);
-  CHECK(count(dir, name, sizeof name) == 1 && strncmp(name, want, strlen(want)) == 0,
-        "the killed writer's file: %s", name);
-  DumpOut o = new_out(L, path, 1);
-  CHECK(step(&o, OPEN) == 0 && step(&o, WRITE) == 0 && step(&o, COMMIT) == 0, "the next write");
-  release(&o);
-  CHECK(count(dir, name, sizeof name) == 1 && strcmp(name, "out.prof") == 0, "left: %s", name);
-  unlink(path);
   rmdir(dir);
   lua_close(L);
   return ctest_done("test_dump_out");

@@ -402,9 +402,35 @@ function methods:live(opts)
   end
   local h = setmetatable({ profile = self, n = 0, reset = rawget(opts, "reset") == true }, Live)
   h.name = type(file) == "function" and file or function(n) return cprof.dump_name(file, n) end
+  -- A failure is said once, and again only when its reason changes: a server dumping every
+  -- 10 ms to a full disk would print 100 lines a second. The first dump written after failures
+  -- says how many there were. The reason is what follows the file's name, which changes with
+  -- each dump (%n).
+  local failing, failed, name_of, last = nil, 0, h.name, nil
+  h.name = function(n)
+    last = name_of(n)
+    return last
+  end
   local function on_request()
+    last = nil
     local ok, err = pcall(h.dump, h)
-    if not ok then io.stderr:write("cprof: live dump: ", (string.gsub(tostring(err), "\n", " ")), "\n") end
+    if ok then
+      if failed > 0 then
+        io.stderr:write(string.format("cprof: live dumps are written again (%s), after %d failed\n",
+          tostring(err), failed))
+      end
+      failing, failed = nil, 0
+      return
+    end
+    local msg = string.gsub(tostring(err), "\n", " ")
+    msg = string.match(msg, "^cprof: (.*)") or msg
+    local name = type(last) == "string" and last .. ": "
+    local reason = name and string.sub(msg, 1, #name) == name and string.sub(msg, #name + 1) or msg
+    failed = failed + 1
+    if reason ~= failing then
+      io.stderr:write("cprof: live dump: ", msg, " (not reported again while it repeats)\n")
+      failing = reason
+    end
   end
   local ok, handle = pcall(core.live, on_request, rawget(opts, "signal"), interval)
   if not ok then error(handle, 2) end

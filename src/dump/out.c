@@ -1,13 +1,14 @@
 /* The writer's output (dump/out.h): a buffer, flushed to the temporary file when full; the
    section directory is patched with pwrite() at the end, then the file takes the target's name.
-   Once per dump: a stat and a readlink per symbolic link, a scan of the target's folder for
-   temporary files of dead writers; then a CRC-32C step per byte. */
+   Once per dump: a stat and a readlink per symbolic link (and a stat of its folder), a scan of
+   the target's folder for temporary files of dead writers; then a CRC-32C step per byte. */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/stat.h>
@@ -99,6 +100,35 @@ void out_bytes(DumpOut *o, const void *p, size_t n) {
 /* ------------------------------------------------------------------------------------------ */
 /* The target */
 
+/* The folder of path `p` ("." for a bare name) in `buf`, and where its last name starts. */
+static const char *folder_of(const char *p, char *buf, size_t size, const char **base) {
+  const char *slash = strrchr(p, '/');
+  *base = slash ? slash + 1 : p;
+  if (!slash) return ".";
+  size_t n = slash == p ? 1 : (size_t)(slash - p);
+  snprintf(buf, size, "%.*s", (int)n, p);
+  return buf;
+}
+
+/* The folder of o->target, and where its last name starts. */
+static const char *target_folder(const DumpOut *o, char *buf, size_t size, const char **base) {
+  return folder_of(o->target, buf, size, base);
+}
+
+/* Whether the kernel would refuse to follow symbolic link `link` (lstat gave `st`): its
+   fs.protected_symlinks rule, which a link resolved here would go around, so that another
+   user's link planted in /tmp cannot have a victim's file replaced. A link in a sticky folder
+   that anyone may write to is followed only by its owner, or when it is the folder's owner's. */
+static int protected_link(const char *link, const struct stat *st) {
+  if (st->st_uid == geteuid()) return 0;
+  char folder[PATH_MAX];
+  const char *base;
+  struct stat dir;
+  if (stat(folder_of(link, folder, sizeof folder, &base), &dir) != 0) return 1;
+  if ((dir.st_mode & (S_ISVTX | S_IWOTH)) != (S_ISVTX | S_IWOTH)) return 0;
+  return dir.st_uid != st->st_uid;
+}
+
 /* o->target: o->name with every symbolic link followed (the last one may point nowhere yet: the
    dump creates its target), so that the link stays and the file it names is replaced. */
 static void follow_links(DumpOut *o) {
@@ -110,7 +140,13 @@ static void follow_links(DumpOut *o) {
   for (int hops = 0;; hops++) {
     struct stat st;
     ssize_t n;
-    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode) || (n = readlink(cur, link, PATH_MAX)) < 0) break;
+    if (lstat(cur, &st) != 0 || !S_ISLNK(st.st_mode)) break;
+    if (protected_link(cur, &st)) {
+      free(link);
+      out_error(o, "refusing to follow the symbolic link %s: another user's, in a sticky folder "
+                   "anyone may write to (the kernel's fs.protected_symlinks rule)", cur);
+    }
+    if ((n = readlink(cur, link, PATH_MAX)) < 0) break;
     if (hops == MAX_LINKS || n == PATH_MAX) {
       free(link);
       out_error(o, "cannot follow the symbolic link: %s", strerror(hops == MAX_LINKS ? ELOOP : ENAMETOOLONG));
@@ -132,17 +168,31 @@ static void follow_links(DumpOut *o) {
   free(link);
 }
 
-/* The folder of o->target ("." for a bare name) in `buf`, and where its last name starts. */
-static const char *target_folder(const DumpOut *o, char *buf, size_t size, const char **base) {
-  const char *slash = strrchr(o->target, '/');
-  *base = slash ? slash + 1 : o->target;
-  if (!slash) return ".";
-  size_t n = slash == o->target ? 1 : (size_t)(slash - o->target);
-  snprintf(buf, size, "%.*s", (int)n, o->target);
-  return buf;
+/* The longest suffix a temporary file's name adds to the target's: ".tmp.", a pid, ".", 8 hex
+   digits. */
+#define TEMP_SUFFIX (5 + 10 + 1 + 8)
+
+/* o->keep: how much of the target's last name its temporary files' names keep. All of it, but
+   where it and the suffix would pass the longest name the folder's file system takes (255 bytes
+   on most): then a prefix, which the temporary files of other long names may share (only those
+   of dead writers are ever removed). A target's name that is itself too long is refused here,
+   naming that limit. */
+static void temp_room(DumpOut *o) {
+  char folder[PATH_MAX];
+  const char *base;
+  const char *dir = target_folder(o, folder, sizeof folder, &base);
+  long max = pathconf(dir, _PC_NAME_MAX);
+  if (max <= 0) max = NAME_MAX;
+  size_t blen = strlen(base);
+  if (blen > (size_t)max)
+    out_error(o, "the file name is %zu bytes long; its folder's file system takes at most %ld",
+              blen, max);
+  size_t room = max > TEMP_SUFFIX ? (size_t)max - TEMP_SUFFIX : 1;
+  o->keep = blen < room ? blen : room;
 }
 
-/* "<base>.tmp.<pid>.<8 hex digits>", the name of every temporary file: its pid, or 0. */
+/* "<base>.tmp.<pid>.<8 hex digits>", the name of every temporary file (base: the first o->keep
+   bytes of the target's name): its pid, or 0. */
 static long temp_pid(const char *name, const char *base, size_t blen) {
   if (strncmp(name, base, blen) != 0 || strncmp(name + blen, ".tmp.", 5) != 0) return 0;
   const char *p = name + blen + 5;
@@ -163,7 +213,7 @@ static void remove_stale(DumpOut *o) {
   DIR *d = opendir(dir);
   if (!d) return; /* creating the temporary file reports what is wrong with the folder */
   int dfd = dirfd(d);
-  size_t blen = strlen(base);
+  size_t blen = o->keep;
   if (blen == 0) {  /* a name ending in "/": creating the file will say what is wrong */
     closedir(d);
     return;
@@ -177,21 +227,33 @@ static void remove_stale(DumpOut *o) {
   closedir(d);
 }
 
-/* A new name for the temporary file of o->target. */
+/* A new name for the temporary file of o->target. The counter is shared by the threads that
+   write dumps at once, each from a state of its own. */
 static void temp_name(DumpOut *o) {
-  static unsigned counter;
+  static atomic_uint counter;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t seed = hash_fib((uint64_t)ts.tv_nsec) ^ (uint64_t)ts.tv_sec ^ (uint64_t)(uintptr_t)o;
-  seed += hash_fib(++counter);
-  size_t size = strlen(o->target) + 64;
+  seed += hash_fib(atomic_fetch_add_explicit(&counter, 1, memory_order_relaxed) + 1);
+  char folder[PATH_MAX];
+  const char *base;
+  target_folder(o, folder, sizeof folder, &base);
+  int prefix = (int)((size_t)(base - o->target) + o->keep);
+  size_t size = (size_t)prefix + TEMP_SUFFIX + 1;
   if (!o->tmppath) o->tmppath = out_alloc(o, size, 1);
-  snprintf(o->tmppath, size, "%s.tmp.%ld.%08x", o->target, (long)getpid(), (unsigned)hash_mix64(seed));
+  snprintf(o->tmppath, size, "%.*s.tmp.%ld.%08x", prefix, o->target, (long)getpid(),
+           (unsigned)hash_mix64(seed));
 }
 
 static void cannot_create(DumpOut *o, int e) {
+  size_t len = strlen(o->tmppath);
   free(o->tmppath);
   o->tmppath = NULL;
+  if (e == ENAMETOOLONG && len >= PATH_MAX)
+    out_error(o, "the path is too long: its temporary file's is %zu bytes, the system takes at "
+                 "most %d", len, PATH_MAX - 1);
+  if (e == ENAMETOOLONG)
+    out_error(o, "a folder's name in the path is longer than its file system takes");
   char folder[PATH_MAX];
   const char *base;
   const char *dir = target_folder(o, folder, sizeof folder, &base);
@@ -233,6 +295,9 @@ static void name_temp(DumpOut *o, int linkfd) {
 }
 
 void out_open_file(DumpOut *o) {
+  /* First, as the links to a device are checked too: another user's link to a FIFO of theirs
+     would have the dump sent to them. */
+  follow_links(o);
   struct stat st;
   if (stat(o->name, &st) == 0 && !S_ISREG(st.st_mode)) {
     if (S_ISCHR(st.st_mode) || S_ISFIFO(st.st_mode)) { /* written through, in one go at the end */
@@ -243,7 +308,7 @@ void out_open_file(DumpOut *o) {
                                                 : S_ISBLK(st.st_mode) ? "a block device"
                                                 : "a socket");
   }
-  follow_links(o);
+  temp_room(o);
   remove_stale(o);
   if (!open_unnamed(o)) name_temp(o, -1);
   o->buf = out_alloc(o, OUT_FILE_BUFFER, 1);

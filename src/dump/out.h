@@ -3,10 +3,12 @@
  * (or a new one) is replaced atomically: the bytes go through a 1 MiB buffer to a temporary file
  * in the target's folder, which becomes the target only once complete, so the target is always
  * the old file or the whole new one. A symbolic link is followed (its target is replaced, the
- * link stays); a character device or a FIFO (/dev/null, a pipe) is written through, never
- * replaced; a directory, a block device or a socket is refused. Every failure raises the Lua
- * error "cprof: <name>: <what is wrong>": the writer runs inside lua_pcall and then releases
- * what is left (out_release). An encoded number costs a few stores.
+ * link stays), but not one the kernel's fs.protected_symlinks would refuse to follow (another
+ * user's in a sticky folder anyone may write to); a character device or a FIFO (/dev/null, a
+ * pipe) is written through, never replaced; a directory, a block device or a socket is
+ * refused. Every failure raises the Lua error "cprof: <name>: <what is wrong>": the writer
+ * runs inside lua_pcall and then releases what is left (out_release). An encoded number costs
+ * a few stores.
  */
 #ifndef CPROF_OUT_H
 #define CPROF_OUT_H
@@ -33,6 +35,7 @@ typedef struct DumpOut {
                               happens where O_TMPFILE does not work; the C tests set it) */
   char *target;            /* the file to replace: name with its symbolic links followed */
   char *tmppath;           /* the temporary file's name while it has one */
+  size_t keep;             /* bytes of the target's last name that the temporary file's keeps */
 } DumpOut;
 
 /* Raises "cprof: <name>: <fmt ...>". */

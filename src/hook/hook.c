@@ -88,7 +88,7 @@ static void stray(lua_State *L, lua_Debug *ar) {
    hooks are per thread). */
 static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction cf) {
   int top = lua_gettop(L);
-  if (cf == ident_resume) {
+  if (cf == P->co_resume) {
     if (!lua_getlocal(L, ar, 1)) return;
   } else {
     lua_getinfo(L, "f", ar);
@@ -148,7 +148,7 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
     /* A function made by coroutine.wrap is keyed by the body its coroutine runs: that body's
        key with its line moved below -1, where no other key's is. Like any Lua function's key,
        it stands for the body's content, whatever closure or coroutine carries it. */
-    wrap = key == (const void *)(size_t)ident_wrap;
+    wrap = key == (const void *)(size_t)P->co_wrap;
     if (unlikely(wrap)) {
       T = luapriv_upvalue_thread(ci);
       const LPProto *body = T ? luapriv_body(T) : NULL;
@@ -183,11 +183,11 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
   }
   if (what == LP_LUA) return HOOK_CALL_LUA;
   /* The coroutine is read directly; only one without our hook costs more. */
-  int resume = key == (const void *)(size_t)ident_resume;
+  int resume = key == (const void *)(size_t)P->co_resume;
   if (unlikely(resume || wrap)) {
     if (resume) T = luapriv_arg_thread(ci, 1);
     if (T && lua_gethook(T) != hook_event)
-      hook_resumed_thread(P, L, ar, resume ? ident_resume : ident_wrap);
+      hook_resumed_thread(P, L, ar, resume ? P->co_resume : P->co_wrap);
   }
   return HOOK_CALL_C;
 }
@@ -232,7 +232,7 @@ static int public_call(Profiler *P, Stack *st, lua_State *L, lua_Debug *ar, cpro
   if (!COMPAT_PER_THREAD_HOOKS) st->ci_pending = P->fns.entries[e].kind != KIND_C;
   /* A wrap function's coroutine is known already: only one without our hook costs more. */
   if (COMPAT_PER_THREAD_HOOKS && cf &&
-      (cf == ident_resume || (cf == ident_wrap && co && lua_gethook(co) != hook_event)))
+      (cf == P->co_resume || (cf == P->co_wrap && co && lua_gethook(co) != hook_event)))
     hook_resumed_thread(P, L, ar, cf);
   return cf ? HOOK_CALL_C : HOOK_CALL_LUA;
 }
@@ -368,6 +368,7 @@ const char *hook_enable(Profiler *P, lua_State *L) {
   Profiler *other = hook_profiler(L);
   if (other == P) return NULL;
   if (other) return "another cprof profiler is already enabled in this Lua state";
+  ident_attach(P, L);
   /* Before our hook is in, so that it is not profiled. */
   if (P->public_only) {
     P->fast_state = "off";

@@ -23,8 +23,6 @@ static const char ANCHORS_KEY = 'n';  /* registry: profile (light userdata) -> {
    _G before its profile is written (Lua's test suite does), and its C functions keep names */
 static const char GLOBALS_KEY = 'g';
 
-lua_CFunction ident_resume, ident_wrap;
-
 /* What the entries of functions made by coroutine.wrap hold as their C function: with a body's
    chunk and line, it tells an entry per body from the body's own; alone, it is LuaJIT's one
    entry for those whose body is unknown (each is an object of its own, with no C pointer). */
@@ -43,17 +41,33 @@ static const void *cfunc_ptr(lua_State *L, int idx) {
 }
 
 /* The standard library's C functions that no global holds (iterators), learnt by asking the
-   library for one, by every state when it loads cprof (the same addresses: as ident_wrap);
-   reports name them as Lua's own messages would describe them. */
-typedef struct LibFn {
-  const void *f;
-  const char *name;
-} LibFn;
+   library for one; reports name them as Lua's own messages would describe them. */
 enum { LIB_IPAIRS, LIB_GMATCH, LIB_CODES, LIB_LINES, NLIB };
-static LibFn lib_fns[NLIB] = {{NULL, "ipairs iterator"},
-                              {NULL, "string.gmatch iterator"},
-                              {NULL, "utf8.codes iterator"},
-                              {NULL, "io.lines iterator"}};
+static const char *const LIB_NAMES[NLIB] = {"ipairs iterator", "string.gmatch iterator",
+                                            "utf8.codes iterator", "io.lines iterator"};
+
+/* What a state's ident_setup learnt, in a userdata in its registry. Per state: LuaJIT's
+   built-ins are objects of each state, and threads that each run a state of their own share
+   nothing (Lua 5.4's C functions are the same in every state: each learns them anyway). */
+typedef struct Learnt {
+  lua_CFunction resume, wrap;  /* coroutine.resume; the functions coroutine.wrap makes */
+  const void *lib[NLIB];       /* as cfunc_ptr gives them */
+} Learnt;
+static const char LEARNT_KEY = 'l';
+
+/* L's Learnt (NULL in a state that never loaded cprof.core). Uses 1 slot. */
+static const Learnt *learnt(lua_State *L) {
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &LEARNT_KEY);
+  const Learnt *lr = lua_touserdata(L, -1);
+  lua_pop(L, 1);
+  return lr;
+}
+
+void ident_attach(Profiler *P, lua_State *L) {
+  const Learnt *lr = learnt(L);
+  P->co_resume = lr ? lr->resume : NULL;
+  P->co_wrap = lr ? lr->wrap : NULL;
+}
 
 /* Pushes library function _LOADED[mod][fn], read raw (the program may have replaced its
    globals), or a value that is no function; the caller restores the stack's top. Uses 3 slots. */
@@ -70,9 +84,10 @@ static void push_lib_fn(lua_State *L, const char *mod, const char *fn) {
 }
 
 /* Calls library function _LOADED[mod][fn] with arguments described by `args` ('t' an empty
-   table, 's' an empty string) and learns the C function it returns first as lib_fns[i]. A
+   table, 's' an empty string) and learns the C function it returns first as lr->lib[i]. A
    function the program replaced is not called. */
-static void learn(lua_State *L, const char *mod, const char *fn, const char *args, int i) {
+static void learn(lua_State *L, Learnt *lr, const char *mod, const char *fn, const char *args,
+                  int i) {
   int top = lua_gettop(L);
   push_lib_fn(L, mod, fn);
   if (lua_iscfunction(L, -1)) {
@@ -81,23 +96,31 @@ static void learn(lua_State *L, const char *mod, const char *fn, const char *arg
       if (args[n] == 't') lua_newtable(L);
       else lua_pushliteral(L, "");
     }
-    if (lua_pcall(L, n, 1, 0) == LUA_OK && lua_iscfunction(L, -1)) lib_fns[i].f = cfunc_ptr(L, -1);
+    if (lua_pcall(L, n, 1, 0) == LUA_OK && lua_iscfunction(L, -1)) lr->lib[i] = cfunc_ptr(L, -1);
   }
   lua_settop(L, top);
 }
 
 void ident_setup(lua_State *L) {
   int top = lua_gettop(L);
+  /* A state that loads the module again learns into the same userdata: what the program has
+     removed since stays known. */
+  Learnt *lr = (Learnt *)learnt(L);
+  if (!lr) {
+    lr = lua_newuserdata(L, sizeof *lr);
+    memset(lr, 0, sizeof *lr);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &LEARNT_KEY);
+  }
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
   lua_getfield(L, -1, "coroutine");
   if (lua_istable(L, -1)) {
     lua_getfield(L, -1, "resume");
-    if (lua_iscfunction(L, -1)) ident_resume = lua_tocfunction(L, -1);
+    if (lua_iscfunction(L, -1)) lr->resume = lua_tocfunction(L, -1);
     lua_pop(L, 1);
     lua_getfield(L, -1, "wrap");
     lua_pushcfunction(L, noop);
     if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_iscfunction(L, -1))
-      ident_wrap = lua_tocfunction(L, -1);
+      lr->wrap = lua_tocfunction(L, -1);
   }
   lua_settop(L, top);
   lua_getfield(L, LUA_REGISTRYINDEX, "_LOADED");
@@ -117,10 +140,10 @@ void ident_setup(lua_State *L) {
     lua_rawsetp(L, LUA_REGISTRYINDEX, &GLOBALS_KEY);
   }
   lua_settop(L, top);
-  learn(L, "_G", "ipairs", "t", LIB_IPAIRS);
-  learn(L, "string", "gmatch", "ss", LIB_GMATCH);
-  learn(L, "utf8", "codes", "s", LIB_CODES);
-  learn(L, "io", "lines", "", LIB_LINES);
+  learn(L, lr, "_G", "ipairs", "t", LIB_IPAIRS);
+  learn(L, lr, "string", "gmatch", "ss", LIB_GMATCH);
+  learn(L, lr, "utf8", "codes", "s", LIB_CODES);
+  learn(L, lr, "io", "lines", "", LIB_LINES);
 }
 
 /* ---- Chunk names kept alive ------------------------------------------------------------- */
@@ -298,10 +321,11 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   if (cfunc && !lua_tocfunction(L, -1))
     en->no_return = cfunc == &WRAP_MARK || is_coroutine_fn(L) ? NR_SWITCH : NR_BUILTIN;
   lua_pop(L, 1);
-  for (int i = 0; cfunc && i < NLIB; i++)
-    if (lib_fns[i].f == cfunc) fn_set_name(F, e, lib_fns[i].name, NAME_GLOBAL);
+  const Learnt *lr = cfunc ? learnt(L) : NULL;
+  for (int i = 0; lr && i < NLIB; i++)
+    if (lr->lib[i] == cfunc) fn_set_name(F, e, LIB_NAMES[i], NAME_GLOBAL);
   if (kind == KIND_MAIN) fn_set_name(F, e, "<main chunk>", NAME_CALL);
-  else if (cfunc == &WRAP_MARK || (cfunc && cfunc == (const void *)(uintptr_t)ident_wrap))
+  else if (cfunc == &WRAP_MARK || (lr && lr->wrap && cfunc == (const void *)(uintptr_t)lr->wrap))
     fn_set_name(F, e, "function made by coroutine.wrap", NAME_CALL);
   else if (kind == KIND_LUA && call_site_name(L, ar)) fn_set_name(F, e, ar->name, NAME_CALL);
   else if (kind == KIND_LUA) en->name_tries = NAME_TRIES;
@@ -425,8 +449,8 @@ uint32_t ident_wrap_entry(Profiler *P, lua_State *L, lua_Debug *ar) {
 /* Whether C function `cf`, on top of L, is one coroutine.wrap made. LuaJIT's are built-ins
    without a C function pointer, each closure an object of its own: the only built-ins that
    hold a coroutine. */
-static int is_wrap(lua_State *L, lua_CFunction cf) {
-  if (cf) return cf == ident_wrap;
+static int is_wrap(const Profiler *P, lua_State *L, lua_CFunction cf) {
+  if (cf) return cf == P->co_wrap;
   if (!lua_checkstack(L, 1) || !lua_getupvalue(L, -1, 1)) return 0;
   int yes = lua_isthread(L, -1);
   lua_pop(L, 1);
@@ -444,7 +468,7 @@ uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, c
      serves, under no key. */
   int wrap = line < -1;
   if (wrap && (e = ident_wrap_entry(P, L, ar)) == IDX_NONE)
-    return c_entry(F, L, ar, (const void *)(uintptr_t)ident_wrap);
+    return c_entry(F, L, ar, (const void *)(uintptr_t)P->co_wrap);
   if (!wrap) lua_getinfo(L, "S", ar);
   /* The string is kept once per distinct object: later functions of its chunk find it. */
   int kept = fn_find_source(F, src, NULL, 0) != IDX_NONE ||
@@ -467,7 +491,7 @@ uint32_t ident_public(Profiler *P, lua_State *L, lua_Debug *ar, lua_CFunction *c
     uint32_t e = fn_find_key(F, ptr, NULL, -1, NULL, 0);
     /* A known key is no function made by coroutine.wrap, but on Lua 5.4 their one C function:
        LuaJIT's, objects of their own, are never made keys. */
-    int wrap = (e == IDX_NONE || (*cf && *cf == ident_wrap)) && is_wrap(L, *cf);
+    int wrap = (e == IDX_NONE || (*cf && *cf == P->co_wrap)) && is_wrap(P, L, *cf);
     uint32_t w = wrap ? wrap_entry(P, L, co) : IDX_NONE;
     lua_pop(L, 1);
     if (w != IDX_NONE) return w;

@@ -11,11 +11,12 @@
 
 #include "tables/profiler.h"
 
-/* The C functions behind coroutine.resume and the functions coroutine.wrap makes. */
-extern lua_CFunction ident_resume, ident_wrap;
-
-/* Finds them; once per state, when the module loads. */
+/* Learns the C functions behind coroutine.resume, the functions coroutine.wrap makes and the
+   standard library's iterators in L's state; once per state, when the module loads. */
 void ident_setup(lua_State *L);
+
+/* Gives P what L's state learnt: P->co_resume and P->co_wrap. At enable(). */
+void ident_attach(Profiler *P, lua_State *L);
 
 /* The entry of the function a call event `ar` calls, seen by the fast path as key `key` (a
    prototype, with its chunk-name string object `src` and line defined; or a C function, with

@@ -22,7 +22,8 @@ static inline int live_pending(void) {
 }
 
 /* Runs the dump function registered in L's state (none: the flag stays set for the state that
-   has one), with P's allocations kept off the program. Returns whether it ran. */
+   has one), with P's allocations kept off the program, and tells the timer thread when it
+   ended and how long it took (the next interval starts then). Returns whether it ran. */
 int live_dump(Profiler *P, lua_State *L);
 
 /* cprof.core.live(fn, signal, seconds): registers the dump function and starts what asks for

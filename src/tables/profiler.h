@@ -8,6 +8,8 @@
 
 #include <stdint.h>
 
+#include <lua.h>
+
 #include "cprof.h"
 #include "mem/memattr.h"
 #include "tables/calltree.h"
@@ -47,6 +49,9 @@ typedef struct Profiler {
   const char *fast_state;  /* "on", "off" (forced), "unavailable" (LuaJIT, an unknown release)
                               or "fallback" (its self-check disagreed): at the last enable() */
   const char *fast_why;    /* why it is not on, or NULL */
+  /* The C functions behind coroutine.resume and the functions coroutine.wrap makes, as the
+     enabling state learnt them (hook/ident.c): per state, so that threads share nothing. */
+  lua_CFunction co_resume, co_wrap;
   uint64_t dropped;
 } Profiler;
 
