@@ -55,8 +55,8 @@ static inline void eng_leave(Stat *s, int lowest, cprof_ticks tt, cprof_ticks it
 /* Pushes the frame of a hidden call (a function the profile's filters leave out): it holds its
    caller's records, so that the functions it calls are its caller's callees, and it charges
    nothing of its own. Without a caller it holds no records (node IDX_NONE): the functions it
-   calls are roots (eng_real). */
-int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
+   calls are roots (eng_real). Its `link` is its own call's (lk), which no call from it takes. */
+int eng_push_hidden(Profiler *P, Stack *st, const void *ci, uint32_t lk, cprof_ticks now);
 
 /* The frame a call is made from as a caller: NULL for none, or for a hidden frame that has no
    recorded caller below it. */
@@ -75,7 +75,7 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
   if (__builtin_expect(l->hidden, 0) ||
       (__builtin_expect(P->filters & PROF_FILE_FILTERS, 0) && n > 0 && st->f[n - 1].hidden &&
        P->fns.entries[l->entry].kind == KIND_C))
-    return eng_push_hidden(P, st, ci, now);
+    return eng_push_hidden(P, st, ci, lk, now);
   if (n == st->cap && stk_grow(&P->stacks, st)) return -1;
   Frame *fr = &st->f[n];
   fr->ci = ci;
@@ -183,9 +183,9 @@ static inline __attribute__((always_inline)) void eng_return(Profiler *P, Stack 
   }
 }
 
-/* A line event at `now`: the time since the frame's previous line event goes to that line.
-   Returns -1 when out of memory. */
-int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now);
+/* A line event at `now` in activation `ci`: frames above ci's are closed (stale), and the time
+   since ci's frame's previous line event goes to that line. Returns -1 when out of memory. */
+int eng_line(Profiler *P, Stack *st, const void *ci, int line, cprof_ticks now);
 
 /* Control passed from the thread of `from` (may be NULL) to the thread of `to`, whose event at
    `now` this is. `from` is charged up to its own last event, so the time between the two events
