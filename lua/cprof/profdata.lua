@@ -3,7 +3,7 @@
 --
 --   data = {
 --     meta   = { lua_version, timer, unit, bias, command, start_time, total_time, pid, host,
---                tree_cap, tree_folded, dropped [, merged] [, memory, mem_*] },
+--                tree_cap, tree_folded, dropped [, tree_recursion] [, merged] [, memory, mem_*] },
 --     frames = { n, kind, file, line, lastline, name, ncalls, pcalls, tottime, cumtime
 --                [, alloc_count, alloc_bytes, free_count, free_bytes, min_size, max_size] },
 --     edges  = { n, caller, callee, ncalls, pcalls, tottime, cumtime },
@@ -24,6 +24,7 @@
 --   profdata.from_stats(s)      data from a Stats object or a getstats() table (no tree)
 --   profdata.merge_meta(a, b)   the meta of the sum of two profiles
 --   profdata.add_memory(a, b)   the sum of two memory records (counts summed, min/max kept)
+--   profdata.outermost(n, parent, key)  the nodes with no ancestor of the same key
 --
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
 
@@ -195,6 +196,45 @@ local function frame_memory(frames, nodes)
   return per
 end
 M.frame_memory = frame_memory
+
+--- outermost(n, parent, key): for the n tree nodes (parent[k] < k, 0 for a root), which are
+--- the outermost of their `key` (key[k], any value) on their path: out[k] is true when no
+--- ancestor of k has key[k].  The tree keeps recursion up to a depth (docs/SEMANTICS.md, "The
+--- call tree"), so a function's nodes nest; its outermost ones hold each of its outermost calls
+--- once.  One depth-first walk, without recursion in Lua.
+function M.outermost(n, parent, key)
+  local first, child, at = {}, {}, {}
+  for p = 0, n + 1 do first[p] = 0 end
+  for k = 1, n do first[parent[k] + 1] = first[parent[k] + 1] + 1 end
+  first[0] = 1
+  for p = 1, n + 1 do first[p] = first[p] + first[p - 1] end
+  for p = 0, n do at[p] = first[p] end
+  for k = 1, n do
+    local p = parent[k]
+    child[at[p]] = k
+    at[p] = at[p] + 1
+  end
+  local out, on, stack, top = {}, {}, { 0 }, 1
+  at[0] = first[0]
+  while top > 0 do
+    local k = stack[top]
+    local i = at[k]
+    if i < first[k + 1] then
+      at[k] = i + 1
+      local c = child[i]
+      local seen = on[key[c]] or 0
+      out[c] = seen == 0
+      on[key[c]] = seen + 1
+      at[c] = first[c]
+      top = top + 1
+      stack[top] = c
+    else
+      top = top - 1
+      if k > 0 then on[key[k]] = on[key[k]] - 1 end
+    end
+  end
+  return out
+end
 
 ---------------------------------------------------------------------------
 -- to_stats

@@ -88,12 +88,16 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
   fr->line = IDX_NONE;
   fr->hidden = 0;
   int first = 0;
-  /* A recursive call through the same link as its caller's: the frame below holds all three. */
+  /* A recursive call through the same link as its caller's (past the depth the tree keeps:
+     calltree.h): the frame below holds all three. A direct recursion the tree keeps, one node
+     per depth: the frame below holds the function and the edge. */
   if (n == 0 || fr[-1].link != lk) {
-    first = eng_enter(&P->fns.entries[l->entry].s, st, n, l->entry, FIRST_FN) |
-            eng_enter(&P->tree.nodes[l->node].s, st, n, l->node, FIRST_NODE);
-    if (l->edge != IDX_NONE)
-      first |= eng_enter(&P->tree.edges[l->edge].s, st, n, l->edge, FIRST_EDGE);
+    first = eng_enter(&P->tree.nodes[l->node].s, st, n, l->node, FIRST_NODE);
+    if (n == 0 || fr[-1].edge != l->edge || l->edge == IDX_NONE || fr[-1].hidden) {
+      first |= eng_enter(&P->fns.entries[l->entry].s, st, n, l->entry, FIRST_FN);
+      if (l->edge != IDX_NONE)
+        first |= eng_enter(&P->tree.edges[l->edge].s, st, n, l->edge, FIRST_EDGE);
+    }
   }
   fr->first = (uint8_t)first;
   if (first) {

@@ -275,6 +275,8 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   lua_setfield(L, -2, "pid");
   lua_pushinteger(L, (lua_Integer)P->tree.limit);
   lua_setfield(L, -2, "tree_cap");
+  lua_pushinteger(L, (lua_Integer)P->tree.recursion);
+  lua_setfield(L, -2, "tree_recursion");
   lua_pushinteger(L, (lua_Integer)P->tree.folded);
   lua_setfield(L, -2, "tree_folded");
   lua_pushinteger(L, (lua_Integer)P->dropped);

@@ -16,7 +16,8 @@
 -- Everything is arrays indexed by node or frame number, never a table per node: a dump has up
 -- to a million nodes and every export must stay well inside a gigabyte.  A node's inclusive
 -- value is the sum of its subtree's self values (for time, tottime summed equals the node's
--- cumtime: the engine folds recursion into the ancestor node), so widths always add up.
+-- cumtime: a node's cumtime is its outermost calls', and recursion past the depth the tree
+-- keeps goes into the deepest node of its function), so widths always add up.
 
 local _ENV = require("cprof.env")()
 
