@@ -29,15 +29,10 @@ usage: lua bench/recursion.lua [options]
   --only=a,b         workloads: fib,methods,mutual (all)
   --child=W/MODE     one run of that mode at --n, for the instruction counts
 ]])
-local opts = W.options(arg, {
-  reps = "number", n = "number", ["callgrind-n"] = "number", ["no-callgrind"] = "flag",
-  only = "set", quick = "flag", child = "string", before = "string",
-}, { reps = 9, n = 24, ["callgrind-n"] = 20 }, { reps = 3, n = 20, ["callgrind-n"] = 16 }, usage)
-opts.n = math.max(1, math.floor(opts.n))
-opts["callgrind-n"] = math.max(2, math.floor(opts["callgrind-n"]))
+local opts = W.side_by_side_options(arg, { before = "string" }, { reps = 9, n = 24, ["callgrind-n"] = 20 },
+  { reps = 3, n = 20, ["callgrind-n"] = 16 }, usage)
 
 local cprof = require "cprof"
-local jit = rawget(_G, "jit")
 local fib, fib_calls = W.fib, W.fib_calls
 local methods = W.workloads[2]
 
@@ -86,82 +81,26 @@ local MODES = {
   { name = "recursion=64", make = function() return cprof.Profile() end },
 }
 
--- One run of `fn` in `mode`: CPU seconds, fn's result and the profile's tree nodes.
-local function run(mode, fn)
-  collectgarbage("collect")
-  if jit then jit.flush() end
-  local p = mode.make and mode.make()
-  if p then p:enable() end
-  local c0 = os.clock()
-  local r = fn()
-  local c1 = os.clock()
-  if p then p:disable() end
-  return c1 - c0, r, p and p:snapshot().nodes.n
-end
+local run = W.run_mode
+local selected = W.child_or_selected(opts, WORKLOADS, function() return MODES end, usage)
+if not selected then return end
 
-local function find(spec)
-  local w, m = string.match(spec, "^([^/]+)/(.+)$")
-  for _, work in ipairs(WORKLOADS) do
-    for _, mode in ipairs(MODES) do
-      if work.name == w and mode.name == m then return work, mode end
-    end
-  end
-  usage("--child: no mode " .. spec)
-end
-
-if opts.child then
-  local work, mode = find(opts.child)
-  local _, r = run(mode, work.make(opts.n))
-  io.write("result ", r, "\n")
-  return
-end
-
-local selected = {}
-for _, w in ipairs(WORKLOADS) do
-  if not opts.only or opts.only[w.name] then selected[#selected + 1] = w end
-end
-if #selected == 0 then usage("--only selects no workload") end
-
-local function fmt_spread(list)
-  local q1, q2, q3 = W.quartiles(list)
-  return string.format("%6.3f (%.3f-%.3f)", q2, q1, q3)
-end
-
-print("bench/recursion.lua: recursion kept in the call tree (recursion = 64) or folded (= 1)")
-print(string.format("Lua: %s%s; cprof %s, timer %s", _VERSION, jit and (", " .. jit.version) or "",
-  tostring(cprof._VERSION), cprof.Profile():getstats().timer))
-print(string.format("%d interleaved rounds at n = %d; CPU seconds (os.clock); ratios: median over"
-  .. " the rounds of each round's ratio, with the interquartile range", opts.reps, opts.n))
+W.print_head("bench/recursion.lua: recursion kept in the call tree (recursion = 64) or folded"
+  .. " (= 1)", cprof, opts)
 for _, w in ipairs(selected) do
-  local fn = w.make(opts.n)
-  local times, nodes, want = {}, {}, nil
-  for _, m in ipairs(MODES) do times[m.name] = {} end
   run(MODES[#MODES], w.make(10)) -- warm-up
-  for r = 1, opts.reps do
-    for i = 0, #MODES - 1 do
-      local m = MODES[(i + r) % #MODES + 1]
-      local t, result, n = run(m, fn)
-      if want == nil then want = result end
-      if result ~= want then
-        error(string.format("%s: mode %s computed %s, not %s", w.name, m.name, tostring(result),
-          tostring(want)))
-      end
-      table.insert(times[m.name], t)
-      nodes[m.name] = n
-    end
-  end
+  local nodes = {}
+  local times = W.interleave(w.name, MODES, w.make(opts.n), opts.reps, function(m, p)
+    nodes[m.name] = p and p:snapshot().nodes.n
+  end)
   print("")
   print(string.format("%s: %s", w.name, w.what))
   local fmt = "  %-13s %9s %6s  %-22s %-22s"
   print(string.format(fmt, "mode", "seconds", "nodes", "/base (IQR)", "/recursion=1 (IQR)"))
   for _, m in ipairs(MODES) do
-    local to_base, to_fold = {}, {}
-    for r, t in ipairs(times[m.name]) do
-      to_base[r] = t / times.base[r]
-      to_fold[r] = t / times["recursion=1"][r]
-    end
     print(string.format(fmt, m.name, string.format("%.4f", W.median(times[m.name])),
-      tostring(nodes[m.name] or ""), fmt_spread(to_base), fmt_spread(to_fold)))
+      tostring(nodes[m.name] or ""), W.fmt_iqr(W.ratios(times, m.name, "base"), 3),
+      W.fmt_iqr(W.ratios(times, m.name, "recursion=1"), 3)))
   end
   io.stdout:flush()
 end
@@ -171,14 +110,10 @@ end
 ---------------------------------------------------------------------------
 
 local function callgrind()
-  print("")
   local n = opts["callgrind-n"]
-  if opts["no-callgrind"] then return print("instruction counts skipped (--no-callgrind)") end
-  local interp = arg and arg[-1]
-  local have = W.read_command("command -v valgrind 2>/dev/null") or ""
-  if not interp or not string.match(have, "%S") then
-    return print("instruction counts skipped: valgrind is not installed")
-  end
+  local count = W.instruction_counter(opts, arg[0], opts.before
+    and ("; before: " .. opts.before .. "/cprof/core.so, default options") or "")
+  if not count then return end
   local modes = {}
   for _, m in ipairs(MODES) do modes[#modes + 1] = { name = m.name, child = m.name, env = "" } end
   if opts.before then
@@ -190,29 +125,11 @@ local function callgrind()
       env = "LUA_CPATH=" .. W.shell_quote(opts.before .. "/?.so;;") .. " LUA_CPATH_5_4="
         .. W.shell_quote(opts.before .. "/?.so;;") })
   end
-  -- Lua 5.4 seeds its string hashes with the time and with addresses: a count moves by up to
-  -- ~1% between processes, so each is the median of 3 (1 with --quick).
-  local procs = opts.quick and 1 or 3
-  local function count(work, mode, size)
-    local irs = {}
-    for i = 1, procs do
-      local out = W.read_command(string.format(
-        "%s valgrind --tool=callgrind --callgrind-out-file=/dev/null %s %s --child=%s --n=%d 2>&1",
-        mode.env, W.shell_quote(interp), W.shell_quote(arg[0]),
-        W.shell_quote(work.name .. "/" .. mode.child), size)) or ""
-      irs[i] = string.match(out, "result %S+") and tonumber(string.match(out, "Collected%s*:%s*(%d+)"))
-      if not irs[i] then error(work.name .. "/" .. mode.name .. ": the child failed:\n" .. out) end
-    end
-    return W.median(irs)
-  end
-  print(string.format("Instruction counts (valgrind --tool=callgrind): n = %d minus n = 1, a child"
-    .. " interpreter per mode, median of %d processes%s", n, procs,
-    opts.before and ("; before: " .. opts.before .. "/cprof/core.so, default options") or ""))
   local fmt = "  %-8s %-13s %12s %9s %8s %12s"
   print(string.format(fmt, "workload", "mode", "Ir", "Ir/call", "/base", opts.before and "/before" or "/recursion=1"))
   for _, w in ipairs(selected) do
     local ir = {}
-    for _, m in ipairs(modes) do ir[m.name] = count(w, m, n) - count(w, m, 1) end
+    for _, m in ipairs(modes) do ir[m.name] = count(w.name .. "/" .. m.child, m.env) end
     local calls = w.calls(n) - w.calls(1)
     local ref = opts.before and ir.before or ir["recursion=1"]
     for _, m in ipairs(modes) do
