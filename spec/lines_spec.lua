@@ -137,6 +137,21 @@ describe("line events after a call of a built-in", function()
     end)
   end
 
+  it("of a function entered before enable() go to no one, not to the C functions it calls", function()
+    local type, cprof_ = type, cprof
+    local p = cprof_.Profile { lines = true, timer = "counter" }
+    p:enable()
+    local n = 0
+    for i = 1, 3 do n = n + #type(i) end
+    p:disable()
+    assert.are.equal(18, n)
+    local st = p:getstats()
+    assert.are.equal(3, S.find(st, "type").ncalls)
+    for _, e in ipairs(st.entries) do
+      if e.what == "C" then assert.is_nil(e.lines, e.name .. " has lines") end
+    end
+  end)
+
   it("keep every line of the manual's example (CPROF_LINES=1, --lines sorted_keys)", function()
     local root = S.absolute(S.ROOT)
     local dump = S.tmpname(".prof")

@@ -120,10 +120,13 @@ int eng_push_hidden(Profiler *P, Stack *st, const void *ci, uint32_t lk, cprof_t
 
 int eng_line(Profiler *P, Stack *st, const void *ci, int line, cprof_ticks now) {
   /* A line runs in activation ci: a frame above it is stale, as at a call (eng_caller_slow),
-     and on LuaJIT always there after a built-in, which sends no return event. */
+     and on LuaJIT always there after a C function, which sends no return event. An activation
+     entered before enable() has no frame: the C functions' frames on top of it are stale. */
   if (st->n > 0 && st->f[st->n - 1].ci != ci) {
     int64_t at = find_frame(st, ci);
-    if (at >= 0) close_above(P, st, at, now);
+    if (at < 0)
+      for (at = (int64_t)st->n - 1; at >= 0 && eng_is_c(P, &st->f[at]); at--) continue;
+    close_above(P, st, at, now);
   }
   st->last = now;
   if (st->n == 0) return 0;

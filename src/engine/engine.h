@@ -52,6 +52,12 @@ static inline void eng_leave(Stat *s, int lowest, cprof_ticks tt, cprof_ticks it
   s->calls++;
 }
 
+/* Whether frame f is a C function's, hidden or not (a hidden frame holds its caller's records,
+   but its own call's link). A C function runs no lines. */
+static inline int eng_is_c(const Profiler *P, const Frame *f) {
+  return P->fns.entries[P->tree.links[f->link].entry].kind == KIND_C;
+}
+
 /* Pushes the frame of a hidden call (a function the profile's filters leave out): it holds its
    caller's records, so that the functions it calls are its caller's callees, and it charges
    nothing of its own. Without a caller it holds no records (node IDX_NONE): the functions it
@@ -187,8 +193,9 @@ static inline __attribute__((always_inline)) void eng_return(Profiler *P, Stack 
   }
 }
 
-/* A line event at `now` in activation `ci`: frames above ci's are closed (stale), and the time
-   since ci's frame's previous line event goes to that line. Returns -1 when out of memory. */
+/* A line event at `now` in activation `ci`: frames above ci's are closed (stale; when ci has no
+   frame, the C functions' frames on top), and the time since ci's frame's previous line event
+   goes to that line. Returns -1 when out of memory. */
 int eng_line(Profiler *P, Stack *st, const void *ci, int line, cprof_ticks now);
 
 /* Control passed from the thread of `from` (may be NULL) to the thread of `to`, whose event at

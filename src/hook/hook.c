@@ -49,7 +49,7 @@ static int our_mask(const Profiler *P) {
    (on LuaJIT, with no return event). */
 static void follow_lines(Profiler *P, Stack *st, lua_State *L) {
   uint32_t n = st->n;
-  while (n > 0 && P->fns.entries[P->tree.links[st->f[n - 1].link].entry].kind == KIND_C) n--;
+  while (n > 0 && eng_is_c(P, &st->f[n - 1])) n--;
   const Frame *top = n > 0 ? &st->f[n - 1] : NULL;
   int want = top && !top->hidden && P->fns.entries[top->entry].lines == FILTER_IN;
   if (want == st->lines_on) return;
