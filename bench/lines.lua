@@ -32,12 +32,8 @@ usage: lua bench/lines.lua [options]
   --only=a,b         groups: lines,exclude,exclude-2,builtins,builtins-2 (all)
   --child=GROUP/MODE one run of that mode at --n, for the instruction counts
 ]])
-local opts = W.options(arg, {
-  reps = "number", n = "number", ["callgrind-n"] = "number", ["no-callgrind"] = "flag",
-  only = "set", quick = "flag", child = "string",
-}, { reps = 9, n = 24, ["callgrind-n"] = 16 }, { reps = 3, n = 20, ["callgrind-n"] = 14 }, usage)
-opts.n = math.max(1, math.floor(opts.n))
-opts["callgrind-n"] = math.max(2, math.floor(opts["callgrind-n"]))
+local opts = W.side_by_side_options(arg, nil, { reps = 9, n = 24, ["callgrind-n"] = 16 },
+  { reps = 3, n = 20, ["callgrind-n"] = 14 }, usage)
 
 local cprof = require "cprof"
 local jit = rawget(_G, "jit")
@@ -159,42 +155,9 @@ local GROUPS = {
   },
 }
 
-local function find_mode(spec)
-  local g, m = string.match(spec, "^([^/]+)/(.+)$")
-  for _, group in ipairs(GROUPS) do
-    for _, mode in ipairs(group.modes) do
-      if group.name == g and mode.name == m then return group, mode end
-    end
-  end
-  usage("--child: no mode " .. spec)
-end
-
--- One run of `fn` in `mode`: CPU seconds and fn's result.  The profile is made, enabled and
--- disabled outside the timing.
-local function run(mode, fn)
-  collectgarbage("collect")
-  if jit then jit.flush() end
-  local p = mode.make and mode.make()
-  if p then p:enable() end
-  local c0 = os.clock()
-  local r = fn()
-  local c1 = os.clock()
-  if p then p:disable() end
-  return c1 - c0, r
-end
-
-if opts.child then
-  local group, mode = find_mode(opts.child)
-  local _, r = run(mode, group.work(opts.n))
-  io.write("result ", r, "\n")
-  return
-end
-
-local selected = {}
-for _, g in ipairs(GROUPS) do
-  if not opts.only or opts.only[g.name] then selected[#selected + 1] = g end
-end
-if #selected == 0 then usage("--only selects no group") end
+local run = W.run_mode
+local selected = W.child_or_selected(opts, GROUPS, function(g) return g.modes end, usage)
+if not selected then return end
 
 -- Line events of the lines group at size n: all of them, and f's.
 local function line_events(n)
@@ -214,33 +177,10 @@ end
 -- Timed runs
 ---------------------------------------------------------------------------
 
-local function fmt_spread(list)
-  local q1, q2, q3 = W.quartiles(list)
-  return string.format("%6.2f (%.2f-%.2f)", q2, q1, q3)
-end
-
-print("bench/lines.lua: line events in chosen functions, record-time filters")
-print(string.format("Lua: %s%s; cprof %s, timer %s", _VERSION, jit and (", " .. jit.version) or "",
-  tostring(cprof._VERSION), cprof.Profile():getstats().timer))
-print(string.format("%d interleaved rounds at n = %d; CPU seconds (os.clock); ratios: median over"
-  .. " the rounds of each round's ratio, with the interquartile range", opts.reps, opts.n))
+W.print_head("bench/lines.lua: line events in chosen functions, record-time filters", cprof, opts)
 for _, g in ipairs(selected) do
-  local fn = g.work(opts.n)
-  local times, want = {}, nil
-  for _, m in ipairs(g.modes) do times[m.name] = {} end
   run(g.modes[#g.modes], g.work(10)) -- warm-up: the code paths and the profile's first allocations
-  for r = 1, opts.reps do
-    for i = 0, #g.modes - 1 do
-      local m = g.modes[(i + r) % #g.modes + 1]
-      local t, result = run(m, fn)
-      if want == nil then want = result end
-      if result ~= want then
-        error(string.format("%s: mode %s computed %s, not %s", g.name, m.name, tostring(result),
-          tostring(want)))
-      end
-      table.insert(times[m.name], t)
-    end
-  end
+  local times = W.interleave(g.name, g.modes, g.work(opts.n), opts.reps)
   print("")
   print(string.format("%s: %s", g.name, g.what))
   if g.name == "lines" then
@@ -253,13 +193,8 @@ for _, g in ipairs(selected) do
   local fmt = "  %-15s %9s  %-22s %-22s"
   print(string.format(fmt, "mode", "seconds", "/base (IQR)", "/cprof (IQR)"))
   for _, m in ipairs(g.modes) do
-    local to_base, to_cprof = {}, {}
-    for r, t in ipairs(times[m.name]) do
-      to_base[r] = t / times.base[r]
-      to_cprof[r] = t / times.cprof[r]
-    end
     print(string.format(fmt, m.name, string.format("%.4f", W.median(times[m.name])),
-      fmt_spread(to_base), fmt_spread(to_cprof)))
+      W.fmt_iqr(W.ratios(times, m.name, "base")), W.fmt_iqr(W.ratios(times, m.name, "cprof"))))
   end
   io.stdout:flush()
 end
@@ -269,31 +204,9 @@ end
 ---------------------------------------------------------------------------
 
 local function callgrind()
-  print("")
   local n = opts["callgrind-n"]
-  if opts["no-callgrind"] then return print("instruction counts skipped (--no-callgrind)") end
-  local interp = arg and arg[-1]
-  local have = W.read_command("command -v valgrind 2>/dev/null") or ""
-  if not interp or not string.match(have, "%S") then
-    return print("instruction counts skipped: valgrind is not installed")
-  end
-  -- Lua 5.4 seeds its string hashes with the time and with addresses: a count moves by up to
-  -- ~1% between processes, so each is the median of 3 (1 with --quick).
-  local procs = opts.quick and 1 or 3
-  local function count(group, mode, size)
-    local irs = {}
-    for i = 1, procs do
-      local out = W.read_command(string.format(
-        "valgrind --tool=callgrind --callgrind-out-file=/dev/null %s %s --child=%s --n=%d 2>&1",
-        W.shell_quote(interp), W.shell_quote(arg[0]), W.shell_quote(group.name .. "/" .. mode.name),
-        size)) or ""
-      irs[i] = string.match(out, "result %S+") and tonumber(string.match(out, "Collected%s*:%s*(%d+)"))
-      if not irs[i] then error(group.name .. "/" .. mode.name .. ": the child failed:\n" .. out) end
-    end
-    return W.median(irs)
-  end
-  print(string.format("Instruction counts (valgrind --tool=callgrind): n = %d minus n = 1, a child"
-    .. " interpreter per mode, median of %d processes", n, procs))
+  local count = W.instruction_counter(opts, arg[0])
+  if not count then return end
   local all_n, f_n = line_events(n)
   local all_1, f_1 = line_events(1)
   local recorded = { all = all_n - all_1, f = f_n - f_1 }
@@ -301,7 +214,7 @@ local function callgrind()
   print(string.format(fmt, "group", "mode", "Ir", "/base", "/cprof", "+Ir/line event"))
   for _, g in ipairs(selected) do
     local ir = {}
-    for _, m in ipairs(g.modes) do ir[m.name] = count(g, m, n) - count(g, m, 1) end
+    for _, m in ipairs(g.modes) do ir[m.name] = count(g.name .. "/" .. m.name) end
     for _, m in ipairs(g.modes) do
       print(string.format(fmt, g.name, m.name, ir[m.name], string.format("%.2f", ir[m.name] / ir.base),
         string.format("%.2f", ir[m.name] / ir.cprof),

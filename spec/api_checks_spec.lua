@@ -33,7 +33,7 @@ describe("Profile options (issue 13, point 10)", function()
     assert.matches("^" .. HERE:gsub("%p", "%%%0") .. ":%d+: cprof: unknown option 'line' %(did you"
       .. " mean 'lines'%?%)$", err_of(function() cprof.Profile { line = true } end))
     assert.are.equal("cprof: unknown option 'bogus' (the options are timer, unit, timeunit, bias,"
-      .. " lines, tree_cap, subcalls, builtins, fast_path, exclude, include, trace, trace_size)",
+      .. " lines, tree_cap, recursion, subcalls, builtins, fast_path, exclude, include, trace, trace_size)",
       err_of(cprof.Profile, { bogus = 1 }))
     assert.are.equal("cprof: unknown option 'tree_cp' (did you mean 'tree_cap'?)",
       err_of(cprof.Profile, { tree_cp = 5 }))

@@ -76,3 +76,28 @@ describe("cprof.auto with CPROF_TIMER", function()
     assert.matches("function calls", bad)
   end)
 end)
+
+describe("cprof.auto with CPROF_RECURSION", function()
+  -- f recurses 5 deep; the dump's call tree says how many of its calls each path keeps.
+  local script = "local function f(n) if n > 0 then return f(n - 1) + 1 end return 0 end\nf(4)\n"
+  local function nodes_of_f(env)
+    local dump = S.tmpname(".prof")
+    local _, err, status = run(script, env .. " CPROF_OUT=" .. S.q(dump))
+    assert.are.equal(0, status, err)
+    local d = require("cprof").load(dump)
+    os.remove(dump)
+    local n = 0
+    for k = 1, d.nodes.n do if d.frames.name[d.nodes.frame[k]] == "f" then n = n + 1 end end
+    return n, d.meta.tree_recursion, err
+  end
+
+  it("keeps that many nested calls of a function in the call tree, and says a bad value", function()
+    assert.are.same({ 5, 64, "" }, { nodes_of_f("") })
+    assert.are.same({ 2, 2, "" }, { nodes_of_f("CPROF_RECURSION=2") })
+    assert.are.same({ 1, 1, "" }, { nodes_of_f("CPROF_RECURSION=1") })
+    local n, keep, err = nodes_of_f("CPROF_RECURSION=deep")
+    assert.are.same({ 5, 64 }, { n, keep })
+    assert.are.equal("cprof: CPROF_RECURSION: option 'recursion' must be a whole number from 1 to"
+      .. " 4e9; using the default\n", err)
+  end)
+end)

@@ -157,6 +157,22 @@ describe("the bias per kind of event", function()
     local raw, cal = p:snapshot(), p:report_data()
     -- 177 calls, 176 of them made by fib itself
     assert.are.same({ 176.5 * MODEL.lua_call, 176.5 * MODEL.lua_call }, taken(raw, cal, fib))
+    -- the call tree keeps the recursion, one node per depth: the nodes' own times lose as much
+    -- together, the outermost node's cumulative time as much as the function's
+    assert.are.equal(10, raw.nodes.n)
+    local own = 0
+    for k = 1, raw.nodes.n do own = own + raw.nodes.tottime[k] - cal.nodes.tottime[k] end
+    assert.are.equal(176.5 * MODEL.lua_call, own)
+    assert.are.equal(176.5 * MODEL.lua_call, raw.nodes.cumtime[1] - cal.nodes.cumtime[1])
+  end)
+
+  it("charges folded recursion the same (recursion = 1: one node)", function()
+    local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
+    local p = cprof.Profile { timer = "counter", bias = MODEL, recursion = 1 }
+    p:runcall(fib, 10)
+    local raw, cal = p:snapshot(), p:report_data()
+    assert.are.equal(1, raw.nodes.n)
+    assert.are.same({ 176.5 * MODEL.lua_call, 176.5 * MODEL.lua_call }, taken(raw, cal, fib))
     assert.are.equal(raw.nodes.tottime[1] - cal.nodes.tottime[1], 176.5 * MODEL.lua_call)
   end)
 

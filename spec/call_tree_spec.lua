@@ -1,4 +1,5 @@
--- The call-context tree: one node per distinct call path, recursion folded, bounded size.
+-- The call-context tree: one node per distinct call path, recursion kept up to a depth (then
+-- folded), bounded size.
 local cprof = require "cprof"
 local S = require "spec.support"
 local coroutine, pairs, ipairs = coroutine, pairs, ipairs
@@ -29,27 +30,76 @@ local function children_cumtime(d, i)
 end
 
 describe("the call tree", function()
-  it("folds recursion onto the node already on the path", function()
-    local function fib(n) if n < 2 then return n end local r = fib(n - 1) + fib(n - 2) return r end
-    local function root() fib(10) end
-    local d = tree(root)
+  -- fib(10): 177 calls, 10 deep.
+  local function fib(n) if n < 2 then return n end local r = fib(n - 1) + fib(n - 2) return r end
+  local function fib_root() fib(10) end
+  local function fib_path(depth) return "root" .. string.rep("/fib", depth) end
+  -- fib's calls at each depth (depth 1: fib(10)).
+  local at_depth = {}
+  local function count(n, depth)
+    at_depth[depth] = (at_depth[depth] or 0) + 1
+    if n >= 2 then count(n - 1, depth + 1) count(n - 2, depth + 1) end
+  end
+  count(10, 1)
+
+  it("keeps recursion: one node per depth, its calls those of fib at that depth", function()
+    local d = tree(fib_root)
     local ps = paths(d)
-    local i = ps["root/fib"]
-    assert.truthy(i)
-    assert.is_nil(ps["root/fib/fib"])
-    assert.are.equal(177, d.nodes.ncalls[i])
-    assert.are.equal(1, d.nodes.pcalls[i])
-    assert.are.equal(2, d.nodes.n)
+    assert.are.equal(11, d.nodes.n) -- root and ten depths
+    local want = at_depth
+    local sum = 0
+    for depth = 1, 10 do
+      local i = ps[fib_path(depth)]
+      assert.truthy(i, fib_path(depth))
+      assert.are.equal(want[depth], d.nodes.ncalls[i])
+      assert.are.equal(want[depth], d.nodes.pcalls[i], "each call at its depth is outermost there")
+      assert.are.equal(d.nodes.cumtime[i], d.nodes.tottime[i] + children_cumtime(d, i))
+      sum = sum + d.nodes.ncalls[i]
+    end
+    assert.are.equal(177, sum)
+    assert.is_nil(ps[fib_path(11)])
+    -- the function and the edge fib -> fib are as cProfile has them, whatever the tree keeps
+    local st = select(2, tree(fib_root)):getstats()
+    assert.are.same({ 177, 1 }, { S.entry_of(st, fib).ncalls, S.entry_of(st, fib).pcalls })
   end)
 
-  it("folds mutual recursion too", function()
+  it("folds recursion past `recursion` nodes of a function into the deepest of them", function()
+    for _, keep in ipairs { 1, 3 } do
+      local d, p = tree(fib_root, { timer = "counter", recursion = keep })
+      local ps = paths(d)
+      assert.are.equal(keep + 1, d.nodes.n)
+      assert.is_nil(ps[fib_path(keep + 1)])
+      local deepest = ps[fib_path(keep)]
+      local above = 0
+      for depth = 1, keep - 1 do above = above + d.nodes.ncalls[ps[fib_path(depth)]] end
+      assert.are.equal(177 - above, d.nodes.ncalls[deepest])
+      -- its outermost calls are those that reach its depth; the deeper ones fold into it
+      assert.are.equal(at_depth[keep], d.nodes.pcalls[deepest])
+      assert.are.equal(keep, d.meta.tree_recursion)
+      local st = p:getstats()
+      assert.are.same({ 177, 1 }, { S.entry_of(st, fib).ncalls, S.entry_of(st, fib).pcalls })
+      assert.are.equal(0, d.meta.tree_folded, "the cap's count is not recursion's")
+    end
+    assert.are.equal(64, tree(fib_root).meta.tree_recursion)
+  end)
+
+  it("keeps mutual recursion the same way", function()
     local odd
     local function even(n) if n == 0 then return true end local r = odd(n - 1) return r end
     function odd(n) if n == 0 then return false end local r = even(n - 1) return r end
     local function root() even(6) end
     local ps = paths((tree(root)))
-    assert.truthy(ps["root/even/odd"])
-    assert.is_nil(ps["root/even/odd/even"])
+    assert.truthy(ps["root/even/odd/even/odd/even/odd/even"])
+    local folded = paths((tree(root, { timer = "counter", recursion = 2 })))
+    assert.truthy(folded["root/even/odd/even/odd"])
+    assert.is_nil(folded["root/even/odd/even/odd/even"])
+  end)
+
+  it("rejects a bad recursion depth", function()
+    for _, bad in ipairs { 0, 1.5, -1, "x", 5e9 } do
+      assert.has_error(function() cprof.Profile { recursion = bad } end,
+        "cprof: option 'recursion' must be a whole number from 1 to 4e9")
+    end
   end)
 
   it("keeps one node per distinct path, with numbers that add up", function()

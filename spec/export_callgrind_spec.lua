@@ -73,6 +73,40 @@ describe("callgrind export", function()
     assert.matches("weight 'alloc' needs a profile with memory", err)
   end)
 
+  it("gives the same memory costs when the tree keeps fib's recursion, one node per depth", function()
+    -- X.sample(true) with fib's node split in three nested ones (work -> fib -> fib -> fib),
+    -- each a third of its calls, time and memory: every function's costs are the same
+    local kept = X.sample(true)
+    local N = kept.nodes
+    local fib = { parent = 2, frame = 3, ncalls = 3, pcalls = 1, tottime = 0.02, cumtime = 0.06,
+                  alloc_count = 30, alloc_bytes = 3000, free_count = 20, free_bytes = 2000,
+                  min_size = 100, max_size = 100 }
+    local rows = { 1, 2, "fib", "fib", "fib", 4 }
+    local out = { n = #rows }
+    for col in pairs(N) do
+      if col ~= "n" then
+        out[col] = {}
+        for k, r in ipairs(rows) do
+          if r ~= "fib" then out[col][k] = N[col][r] else out[col][k] = fib[col] end
+        end
+      end
+    end
+    -- the nested fib nodes' parents, and string.rep's under work
+    out.parent[4], out.parent[5], out.parent[6] = 3, 4, 2
+    out.cumtime[4], out.cumtime[5] = 0.04, 0.02
+    kept.nodes = out
+    local costs = {}
+    for _, d in ipairs { X.sample(true), kept } do
+      local path = tmp(".callgrind")
+      export.export("callgrind", d, path, { weight = "alloc" })
+      local incl, totals = annotate(path, true)
+      if not incl then return pending("callgrind export against callgrind_annotate: " .. totals) end
+      costs[#costs + 1] = { incl, totals }
+    end
+    assert.same({ 9000, 60000000, 90, 3000 }, costs[2][1]["main.lua:fib"])
+    assert.same(costs[1], costs[2])
+  end)
+
   it("names a chunk without a file name '???', as valgrind names an unknown file", function()
     local p = require("cprof").Profile()
     p:enable()

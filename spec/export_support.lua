@@ -33,7 +33,7 @@ end
 
 --- The profile of shared/reference/pstats/samples (SPEC.md §7): main(1) -> work(1) -> fib (9 calls,
 --- 3 primitive, recursive) and work -> string.rep (2 calls); 100 ms in all, self times main 10,
---- work 20, fib 60, string.rep 10.  The engine folds fib's recursion into one node.
+--- work 20, fib 60, string.rep 10.  fib's recursion is in one node, as recursion = 1 has it.
 --- With `memory`, the nodes have memory columns: main allocates 1000 bytes in 10 blocks (all
 --- freed), work 4000 in 20 (1000 live), fib 9000 in 90 (3000 live), string.rep 2000 in 2.
 function X.sample(memory)

@@ -79,3 +79,115 @@ describe("line events", function()
     assert.are.equal(4, total)
   end)
 end)
+
+-- Each line of `f` as a plain hook that also asks for calls and returns sees it, without cprof:
+-- { [line] = hits }. (LuaJIT sends a line again when control comes back to it from some calls
+-- while a call hook is on; Lua 5.4 never does.)
+local function hook_hits(f, ...)
+  local seen = {}
+  debug.sethook(function(event, line)
+    if event == "line" and debug.getinfo(2, "f").func == f then seen[line] = (seen[line] or 0) + 1 end
+  end, "crl")
+  f(...)
+  debug.sethook()
+  return seen
+end
+
+-- Every line of a function that calls built-ins: LuaJIT sends no return event for a C function
+-- (type, select, rawget, string.sub, next ...), and a line after one belongs to the Lua function
+-- that runs it, not to the C function still open on cprof's stack.
+local function builtins(t)
+  local n = 0
+  for i = 1, #t do
+    if type(t[i]) == "number" then n = n + rawget(t, i) end
+    if type(t[i]) == "string" then n = n + #t[i]:sub(1, 2) end
+    n = n + select("#", t[i], i)
+  end
+  for k in pairs(t) do n = n + k end
+  pcall(next, t)
+  return n
+end
+
+describe("line events after a call of a built-in", function()
+  local input = { 1, "abc", 3, "de", 5 }
+  local want = hook_hits(builtins, input)
+
+  local function check(st)
+    local e = S.entry_of(st, builtins)
+    local got = {}
+    for line, r in pairs(e.lines) do got[line] = r.hits end
+    assert.are.same(want, got)
+    for _, c in ipairs(st.entries) do
+      if c.what == "C" then assert.is_nil(c.lines, c.name .. " has lines") end
+    end
+  end
+
+  for _, case in ipairs {
+    { "with every hit a line hook sees", { lines = true } },
+    { "when only it is chosen for line events", { lines = { builtins } } },
+    { "when the built-ins are left out", { lines = true, builtins = false } },
+    { "chosen, with the built-ins left out", { lines = { builtins }, builtins = false } },
+    { "on the public path", { lines = true, fast_path = false } },
+  } do
+    it("go to the Lua function that runs them, " .. case[1], function()
+      case[2].timer = "counter"
+      local p = cprof.Profile(case[2])
+      p:runcall(builtins, input)
+      check(p:getstats())
+    end)
+  end
+
+  it("of a function entered before enable() go to no one, not to the C functions it calls", function()
+    local type, cprof_ = type, cprof
+    local p = cprof_.Profile { lines = true, timer = "counter" }
+    p:enable()
+    local n = 0
+    for i = 1, 3 do n = n + #type(i) end
+    p:disable()
+    assert.are.equal(18, n)
+    local st = p:getstats()
+    assert.are.equal(3, S.find(st, "type").ncalls)
+    for _, e in ipairs(st.entries) do
+      if e.what == "C" then assert.is_nil(e.lines, e.name .. " has lines") end
+    end
+  end)
+
+  it("keep every line of the manual's example (CPROF_LINES=1, --lines sorted_keys)", function()
+    local root = S.absolute(S.ROOT)
+    local dump = S.tmpname(".prof")
+    local _, err, status = S.capture(("cd %s && %s CPROF_LINES=1 CPROF_OUT=%s %s -l cprof.auto examples/json_demo.lua 20")
+      :format(S.q(root), S.child_env(), S.q(dump), S.lua))
+    assert.are.equal(0, status, err)
+    local st = require("cprof.stats").new(dump)
+    os.remove(dump)
+    local hits, calls = {}, nil
+    for key, e in pairs(st.stats) do
+      if key[3] == "sorted_keys" then
+        calls = e[2]
+        for line, r in pairs(st.lines[key]) do hits[line] = r.hits end
+      end
+    end
+    assert.truthy(calls, "sorted_keys has a row")
+    -- The same program under a plain line hook, in the same interpreter: the lines of
+    -- sorted_keys (examples/json_demo.lua:70) it sees, as many times.
+    local out, herr = S.run_lua([[
+      local hits = {}
+      debug.sethook(function(event, line)
+        local d = event == "line" and debug.getinfo(2, "S")
+        if d and d.linedefined == 70 and d.source:find("json_demo.lua", 1, true) then
+          hits[line] = (hits[line] or 0) + 1
+        end
+      end, "crl")
+      arg = { [0] = "examples/json_demo.lua", "20" }
+      dofile("examples/json_demo.lua")
+      debug.sethook()
+      for line = 70, 81 do io.stderr:write(line, " ", hits[line] or 0, "\n") end
+    ]], "", "cd " .. S.q(root) .. " &&")
+    local want = {}
+    for line, n in herr:gmatch("(%d+) (%d+)\n") do
+      if n ~= "0" then want[tonumber(line)] = tonumber(n) end
+    end
+    assert.are.equal(calls, want[71], herr .. (out or ""))
+    assert.are.same(want, hits)
+  end)
+end)

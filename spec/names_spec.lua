@@ -361,3 +361,21 @@ describe("names of cprof's own C methods", function()
     assert.are.equal(1, calls["cprof.core.read_dump (body)"])
   end)
 end)
+
+describe("names of C functions nothing names", function()
+  it("are their dynamic symbols when the symbol is at their address", function()
+    -- luaopen_cprof_core, reached through package.loadlib only: no module holds it
+    local so = assert(package.searchpath("cprof.core", package.cpath))
+    local out, err, status = S.run_lua(([[
+local cprof = require "cprof"
+local open = assert(package.loadlib(%q, "luaopen_cprof_core"))
+local p = cprof.Profile()
+p:runcall(open)
+for _, e in ipairs(p:getstats().entries) do
+  if e.what == "C" and e.name:match("cprof") then io.write(e.name, "\n") end
+end
+]]):format(so), "", S.child_env())
+    assert.are.equal(0, status, err)
+    assert.matches("^luaopen_cprof_core\n", out)
+  end)
+end)

@@ -71,8 +71,8 @@ static int fast_path_default(void) {
 /* Profile{...}: the options, as Python's cProfile.Profile(timer, timeunit, subcalls, builtins)
    plus cprof's own. Read raw: the table's metamethods never run. */
 static const char *const OPTIONS[] = {"timer", "unit", "timeunit", "bias", "lines", "tree_cap",
-                                      "subcalls", "builtins", "fast_path", "exclude", "include",
-                                      "trace", "trace_size", NULL};
+                                      "recursion", "subcalls", "builtins", "fast_path", "exclude",
+                                      "include", "trace", "trace_size", NULL};
 
 /* Whether `a` is a likely typo of `b`: at most two single-character edits apart (and not
    about as short as the edits). */
@@ -125,6 +125,19 @@ static int boolean_option(lua_State *L, const char *name, int dflt) {
   return v;
 }
 
+/* Option `name`, a whole number from 1 to 4e9 (dflt when absent). */
+static uint32_t count_option(lua_State *L, const char *name, uint32_t dflt) {
+  uint32_t v = dflt;
+  if (option(L, name) != LUA_TNIL) {
+    lua_Number n = lua_tonumber(L, -1);
+    if (!lua_isnumber(L, -1) || n < 1 || n > 4e9 || n != (lua_Number)(uint32_t)n)
+      luaL_error(L, "cprof: option '%s' must be a whole number from 1 to 4e9", name);
+    v = (uint32_t)n;
+  }
+  lua_pop(L, 1);
+  return v;
+}
+
 /* The built-in timers this process can have, for messages: "tsc, monotonic, ...". */
 static void push_timer_names(lua_State *L) {
   static const char *const names[] = {"tsc", "monotonic", "cpu", "thread", "counter"};
@@ -164,7 +177,7 @@ static double unit_option(lua_State *L, const char **name) {
 
 static int l_new(lua_State *L) {
   cprof_timer timer = cprof_timer_default();
-  uint32_t tree_cap = TREE_CAP_DEFAULT, trace_size = 0;
+  uint32_t tree_cap = TREE_CAP_DEFAULT, recursion = TREE_RECURSION_DEFAULT, trace_size = 0;
   int lines = 0, subcalls = 1, builtins = 1, fast = fast_path_default();
   int timer_fn = 0;  /* stack index of a Lua function timer; option values stay on the stack */
   double unit = 0, bias = 0;
@@ -218,13 +231,8 @@ static int l_new(lua_State *L) {
         return luaL_error(L, "cprof: option 'bias' must be a number of seconds per event");
     }
     lua_pop(L, 1);
-    if (option(L, "tree_cap") != LUA_TNIL) {
-      lua_Number cap = lua_tonumber(L, -1);
-      if (!lua_isnumber(L, -1) || cap < 1 || cap > 4e9 || cap != (lua_Number)(uint32_t)cap)
-        return luaL_error(L, "cprof: option 'tree_cap' must be a whole number from 1 to 4e9");
-      tree_cap = (uint32_t)cap;
-    }
-    lua_pop(L, 1);
+    tree_cap = count_option(L, "tree_cap", tree_cap);
+    recursion = count_option(L, "recursion", recursion);
     if (boolean_option(L, "trace", 0)) trace_size = TRACE_SIZE_DEFAULT;
     if (option(L, "trace_size") != LUA_TNIL) {
       lua_Number n = lua_tonumber(L, -1);
@@ -251,6 +259,7 @@ static int l_new(lua_State *L) {
     }
   }
   P->tree.limit = tree_cap;
+  P->tree.recursion = recursion;
   P->trace.size = trace_size;
   P->lines.on = lines;
   P->public_only = !fast;
@@ -270,6 +279,7 @@ static int l_sibling(lua_State *L) {
   }
   Profiler *P = push_profile(L, &lp->P.clock.timer, fn, lp->lt.ticks ? lp->P.clock.timer.unit : 0);
   P->tree.limit = lp->P.tree.limit;
+  P->tree.recursion = lp->P.tree.recursion;
   P->trace.size = lp->P.trace.size;
   P->lines.on = lua_isnoneornil(L, 2) ? lp->P.lines.on : lua_toboolean(L, 2);
   P->public_only = lp->P.public_only;

@@ -116,22 +116,61 @@ static Stack *setup(Profiler *P, lua_State *L) {
   return st;
 }
 
-/* f calls itself twice: 3 calls, 1 primitive; cumulative time only for the outermost. */
+/* f calls itself twice: 3 calls, 1 primitive; cumulative time only for the outermost. The
+   function and the edge are the same whatever the tree keeps: one node per call (the
+   default), the two inner calls in a second node (recursion = 2), or all in one (1). */
 static void test_recursion(lua_State *L) {
+  for (uint32_t keep = 1; keep <= 3; keep++) {
+    Profiler P;
+    Stack *st = setup(&P, L);
+    if (keep < 3) P.tree.recursion = keep;
+    uint32_t f = func(&P, "f");
+    call(&P, st, 1, 0, f, 0);
+    call(&P, st, 2, 1, f, 1);
+    call(&P, st, 3, 2, f, 3);
+    ret(&P, st, 3, 6);   /* own 3 */
+    ret(&P, st, 2, 10);  /* 9, of which 3 in the inner f: own 6 */
+    ret(&P, st, 1, 15);  /* 15, of which 9 inside: own 6 */
+    CHECK(*P.stacks.cur_top == IDX_NONE, "no frame runs");
+    expect(&P.fns.entries[f].s, "f", 3, 1, 15, 15);
+    expect(edge(&P, f, f), "f -> f", 2, 1, 9, 9);
+    CHECK(P.tree.nnodes == keep, "%u nodes: %u", keep, P.tree.nnodes);
+    if (keep == 1) {
+      expect(node(&P, (uint32_t[]){f}, 1), "node f (recursion folds into it)", 3, 1, 15, 15);
+    } else if (keep == 2) {
+      expect(node(&P, (uint32_t[]){f}, 1), "node f", 1, 1, 6, 15);
+      expect(node(&P, (uint32_t[]){f, f}, 2), "node f/f (the deeper call folds)", 2, 1, 9, 9);
+    } else {
+      expect(node(&P, (uint32_t[]){f}, 1), "node f", 1, 1, 6, 15);
+      expect(node(&P, (uint32_t[]){f, f}, 2), "node f/f", 1, 1, 6, 9);
+      expect(node(&P, (uint32_t[]){f, f, f}, 3), "node f/f/f", 1, 1, 3, 3);
+    }
+    prof_free(&P);
+  }
+}
+
+/* f -> g -> f -> g -> f with recursion = 2: f's third call, its path holding two nodes of f,
+   goes to the deeper of them (f/g/f), not to its caller's node; g's calls are two. */
+static void test_recursion_cycle(lua_State *L) {
   Profiler P;
   Stack *st = setup(&P, L);
-  uint32_t f = func(&P, "f");
+  P.tree.recursion = 2;
+  uint32_t f = func(&P, "f"), g = func(&P, "g");
   call(&P, st, 1, 0, f, 0);
-  call(&P, st, 2, 1, f, 1);
-  call(&P, st, 3, 2, f, 3);
-  ret(&P, st, 3, 6);   /* own 3 */
-  ret(&P, st, 2, 10);  /* 9, of which 3 in the inner f: own 6 */
-  ret(&P, st, 1, 15);  /* 15, of which 9 inside: own 6 */
-  CHECK(*P.stacks.cur_top == IDX_NONE, "no frame runs");
-  expect(&P.fns.entries[f].s, "f", 3, 1, 15, 15);
-  expect(edge(&P, f, f), "f -> f", 2, 1, 9, 9);
-  expect(node(&P, (uint32_t[]){f}, 1), "node f (recursion folds into it)", 3, 1, 15, 15);
-  CHECK(P.tree.nnodes == 1, "one node: %u", P.tree.nnodes);
+  call(&P, st, 2, 1, g, 1);
+  call(&P, st, 3, 2, f, 2);
+  call(&P, st, 4, 3, g, 3);
+  call(&P, st, 5, 4, f, 4);
+  ret(&P, st, 5, 5);
+  ret(&P, st, 4, 6);
+  ret(&P, st, 3, 7);
+  ret(&P, st, 2, 8);
+  ret(&P, st, 1, 9);
+  expect(&P.fns.entries[f].s, "f", 3, 1, 5, 9);
+  expect(&P.fns.entries[g].s, "g", 2, 1, 4, 7);
+  CHECK(P.tree.nnodes == 4, "4 nodes: %u", P.tree.nnodes);
+  expect(node(&P, (uint32_t[]){f, g, f}, 3), "node f/g/f (and the fifth call)", 2, 1, 3, 5);
+  expect(node(&P, (uint32_t[]){f, g, f, g}, 4), "node f/g/f/g", 1, 1, 2, 3);
   prof_free(&P);
 }
 
@@ -237,8 +276,10 @@ static void test_shared(lua_State *L) {
   call(&P, co_st, 100 + DEPTH, 99 + DEPTH, f, 2);  /* f inside the coroutine: recursive */
   CHECK(lua_resume(co, L, 0, &nres) == LUA_YIELD, "the coroutine yields");
   ret(&P, main_st, 2, 3);
-  /* Marked: the lowest g (function, node, resume -> g), the next (g -> g) and f. */
-  CHECK(marked(co_st) == 3, "3 marked frames in the coroutine, not %d", marked(co_st));
+  /* Marked: the lowest g (function, node, resume -> g), the next (g -> g and its node), each
+     next g with a node of its own (the tree keeps TREE_RECURSION_DEFAULT) and f. */
+  CHECK(marked(co_st) == TREE_RECURSION_DEFAULT + 1, "%d marked frames in the coroutine, not %d",
+        TREE_RECURSION_DEFAULT + 1, marked(co_st));
   CHECK(P.fns.entries[g].s.active == 0 && P.fns.entries[f].s.active == 1,
         "suspended: g active %u, f active %u", P.fns.entries[g].s.active,
         P.fns.entries[f].s.active);
@@ -347,6 +388,7 @@ int main(void) {
   lua_State *L = luaL_newstate();
   if (!L) return 1;
   test_recursion(L);
+  test_recursion_cycle(L);
   test_unwinds(L);
   test_coroutine(L);
   test_shared(L);

@@ -1,5 +1,4 @@
--- bench/lib/workloads.lua -- the workloads and helpers that bench/overhead.lua and
--- bench/accuracy.lua share.  Not a script: `make bench` runs bench/*.lua only.
+-- bench/lib/workloads.lua -- the workloads and helpers that the bench scripts share.  Not a script: `make bench` runs bench/*.lua only.
 --
 --   local W = assert(loadfile(bench_dir .. "/lib/workloads.lua"))(bench_dir)
 --   W.workloads      fib, methods, strings, coro, and wrap when asked for (see below)
@@ -8,6 +7,10 @@
 --   W.first_line(err)   W.read_cost(p, n)   W.timers(cprof, all, only, usage, describe)
 --   W.quartiles(list)   W.shell_quote(s)   W.read_command(cmd)   W.interpreter(args)
 --   W.spread(list)   W.GOAL, W.BIAS_GOAL
+--   W.side_by_side_options(args, extra, defaults, quick, usage)   W.run_mode(mode, fn)
+--   W.child_or_selected(opts, groups, modes_of, usage)   W.print_head(title, cprof, opts)
+--   W.ratios(times, name, ref)   W.interleave(what, modes, fn, reps, seen)   W.fmt_iqr(list)
+--   W.instruction_counter(opts, script, note)   W.child_ir(interp, script, child, size, procs, env)
 --
 -- A workload is a table:
 --   name, what      short name and a one-line description
@@ -338,6 +341,145 @@ function M.read_command(cmd)
   local out = f:read("*a")
   f:close()
   return out
+end
+
+--- The options of a script that times modes side by side and counts their instructions in
+--- children of itself (bench/lines.lua, bench/recursion.lua): --reps, --n, --callgrind-n,
+--- --no-callgrind, --only, --quick, --child, and those of `extra` (a spec as M.options's).
+function M.side_by_side_options(args, extra, defaults, quick, usage)
+  local spec = { reps = "number", n = "number", ["callgrind-n"] = "number",
+                 ["no-callgrind"] = "flag", only = "set", quick = "flag", child = "string" }
+  for k, v in pairs(extra or {}) do spec[k] = v end
+  local opts = M.options(args, spec, defaults, quick, usage)
+  opts.n = math.max(1, math.floor(opts.n))
+  opts["callgrind-n"] = math.max(2, math.floor(opts["callgrind-n"]))
+  return opts
+end
+
+--- For a script of groups (each with a name) of modes (modes_of(group): a list of tables with
+--- a name): with --child=GROUP/MODE, runs that mode once at --n (group.work or group.make
+--- makes the function), writes "result ..." and returns nil; else the groups --only selects.
+function M.child_or_selected(opts, groups, modes_of, usage)
+  if opts.child then
+    local g, m = string.match(opts.child, "^([^/]+)/(.+)$")
+    for _, group in ipairs(groups) do
+      for _, mode in ipairs(modes_of(group)) do
+        if group.name == g and mode.name == m then
+          local _, r = M.run_mode(mode, (group.work or group.make)(opts.n))
+          io.write("result ", r, "\n")
+          return nil
+        end
+      end
+    end
+    usage("--child: no mode " .. opts.child)
+  end
+  local selected = {}
+  for _, g in ipairs(groups) do
+    if not opts.only or opts.only[g.name] then selected[#selected + 1] = g end
+  end
+  if #selected == 0 then usage("--only selects nothing") end
+  return selected
+end
+
+--- The head of a side-by-side script's output: its title, the Lua, cprof and timer, the rounds.
+function M.print_head(title, cprof, opts)
+  local jit = rawget(_G, "jit")
+  print(title)
+  print(string.format("Lua: %s%s; cprof %s, timer %s", _VERSION, jit and (", " .. jit.version) or "",
+    tostring(cprof._VERSION), cprof.Profile():getstats().timer))
+  print(string.format("%d interleaved rounds at n = %d; CPU seconds (os.clock); ratios: median over"
+    .. " the rounds of each round's ratio, with the interquartile range", opts.reps, opts.n))
+end
+
+--- Each round's time of mode `name` over that of mode `ref` (times as M.interleave's).
+function M.ratios(times, name, ref)
+  local out = {}
+  for r, t in ipairs(times[name]) do out[r] = t / times[ref][r] end
+  return out
+end
+
+--- One run of `fn` in `mode` ({ make = function returning a fresh profile } or {} for none),
+--- the profile made, enabled and disabled outside the timing: CPU seconds, fn's result and
+--- the profile.
+function M.run_mode(mode, fn)
+  collectgarbage("collect")
+  local jit = rawget(_G, "jit")
+  if jit then jit.flush() end
+  local p = mode.make and mode.make()
+  if p then p:enable() end
+  local c0 = os.clock()
+  local r = fn()
+  local c1 = os.clock()
+  if p then p:disable() end
+  return c1 - c0, r, p
+end
+
+--- `reps` rounds of fn in every mode of the list `modes` (each a table with a name), each round
+--- in a rotated order so that a drift of the machine's speed hits every mode alike: { [mode
+--- name] = { seconds per round } }.  Every run must compute the same result (an error names
+--- `what` otherwise); seen(mode, p) is called after each run with its profile, if given.
+function M.interleave(what, modes, fn, reps, seen)
+  local times, want = {}, nil
+  for _, m in ipairs(modes) do times[m.name] = {} end
+  for r = 1, reps do
+    for i = 0, #modes - 1 do
+      local m = modes[(i + r) % #modes + 1]
+      local t, result, p = M.run_mode(m, fn)
+      if want == nil then want = result end
+      if result ~= want then
+        error(string.format("%s: mode %s computed %s, not %s", what, m.name, tostring(result),
+          tostring(want)))
+      end
+      table.insert(times[m.name], t)
+      if seen then seen(m, p) end
+    end
+  end
+  return times
+end
+
+--- A list of ratios as "median (first quartile-third quartile)".
+function M.fmt_iqr(list, digits)
+  local q1, q2, q3 = M.quartiles(list)
+  local d = digits or 2
+  return string.format("%6." .. d .. "f (%." .. d .. "f-%." .. d .. "f)", q2, q1, q3)
+end
+
+--- The instruction counts of a side-by-side script: after an empty line and one that says how
+--- they are made (and `note`), a function count(child, env) that gives the count of
+--- `script --child=CHILD` at --callgrind-n minus at 1 (M.child_ir); nil when they are skipped
+--- (--no-callgrind, or no valgrind), having said so.
+function M.instruction_counter(opts, script, note)
+  print("")
+  local interp = arg and arg[-1]
+  local have = M.read_command("command -v valgrind 2>/dev/null") or ""
+  if opts["no-callgrind"] then return print("instruction counts skipped (--no-callgrind)") end
+  if not interp or not string.match(have, "%S") then
+    return print("instruction counts skipped: valgrind is not installed")
+  end
+  local n, procs = opts["callgrind-n"], opts.quick and 1 or 3
+  print(string.format("Instruction counts (valgrind --tool=callgrind): n = %d minus n = 1, a child"
+    .. " interpreter per mode, median of %d processes%s", n, procs, note or ""))
+  return function(child, env)
+    return M.child_ir(interp, script, child, n, procs, env)
+      - M.child_ir(interp, script, child, 1, procs, env)
+  end
+end
+
+--- Valgrind's instruction count of one run of `script --child=CHILD --n=SIZE` under the
+--- interpreter `interp`, with environment `env` ("VAR=value ..." or ""): the median of `procs`
+--- processes (Lua 5.4 seeds its string hashes with the time and with addresses, so a count
+--- moves by up to ~1% between processes).  The child prints "result ..." when it ran; an error
+--- with its output when it did not.
+function M.child_ir(interp, script, child, size, procs, env)
+  local irs = {}
+  for i = 1, procs do
+    local out = M.read_command(string.format(
+      "%s valgrind --tool=callgrind --callgrind-out-file=/dev/null %s %s --child=%s --n=%d 2>&1",
+      env or "", M.shell_quote(interp), M.shell_quote(script), M.shell_quote(child), size)) or ""
+    irs[i] = string.match(out, "result %S+") and tonumber(string.match(out, "Collected%s*:%s*(%d+)"))
+    if not irs[i] then error(child .. ": the child failed:\n" .. out) end
+  end
+  return M.median(irs)
 end
 
 --- The first line of an error message.

@@ -21,6 +21,8 @@
 --- CPROF_TIMER: the timer (tsc, monotonic, cpu, thread, counter, or one a host registered).
 --- CPROF_LINES: 1 records line events too (hits and time per source line: cprof-stats --lines).
 --- CPROF_TRACE: 1 records the time line too (Profile{trace = true}: cprof-stats --export chrome).
+--- CPROF_RECURSION: how many nested calls of one function a path of the call tree keeps
+---   (Profile{recursion = N}, default 64); 1 folds every recursion into its outer call.
 --- CPROF_PID: set by cprof.auto to the process that started profiling; a process started by
 ---   it (a program that runs itself again inherits `-l cprof.auto`) is profiled too, and
 ---   writes its dump to CPROF_OUT with its process id added (".%p") unless the name has %p.
@@ -72,12 +74,24 @@ local function list(name)
   return items
 end
 
+-- CPROF_RECURSION as Profile's option `recursion`, nil when unset; a bad one is reported (in
+-- Profile's words) and the default is used.
+local function recursion()
+  local v = getenv("CPROF_RECURSION")
+  if v == nil or v == "" then return nil end
+  local n = tonumber(v)
+  local ok, err = pcall(cprof.Profile, { recursion = n or v })
+  if ok then return n end
+  say("CPROF_RECURSION: " .. string.gsub(tostring(err), "^cprof: ", "") .. "; using the default")
+end
+
 -- CPROF_TIMER names the timer; one that cannot be had is reported and the default is used.
--- CPROF_LINES=1 adds line events, CPROF_TRACE=1 the time line; the filters are CPROF_EXCLUDE,
--- CPROF_INCLUDE, CPROF_BUILTINS. A bad filter is reported and the profile is made without filters.
+-- CPROF_LINES=1 adds line events, CPROF_TRACE=1 the time line, CPROF_RECURSION the recursion
+-- the call tree keeps; the filters are CPROF_EXCLUDE, CPROF_INCLUDE, CPROF_BUILTINS. A bad
+-- filter is reported and the profile is made without filters.
 local function new_profile()
   local opts = { lines = getenv("CPROF_LINES") == "1" or nil,
-                 trace = getenv("CPROF_TRACE") == "1" or nil }
+                 trace = getenv("CPROF_TRACE") == "1" or nil, recursion = recursion() }
   local filters = { exclude = list("CPROF_EXCLUDE"), include = list("CPROF_INCLUDE"),
                     builtins = getenv("CPROF_BUILTINS") ~= "0" }
   for k, v in pairs(filters) do opts[k] = v end

@@ -24,9 +24,10 @@
 -- switch, docs/SEMANTICS.md: half to the frame that called it, half where the coroutine went
 -- on; counts below), a line event to its function. A
 -- cumulative time holds, per outermost activation, half its own call, and every call, round
--- trip and line beneath it in full: found exactly in the call tree, where recursion is folded so
--- that a function's nodes are its outermost activations (line events are shared among a
--- function's nodes by their calls).
+-- trip and line beneath it in full: found exactly in the call tree, in the function's nodes
+-- that no node of it holds (the tree keeps recursion up to a depth, and folds it past that
+-- depth into the deepest node), which are its outermost activations (line events are shared
+-- among a function's nodes by their calls).
 --
 -- A time that would go negative is set to 0 and counted (meta.bias_clamped): the bias is then
 -- too large for that function, as profile.py's comments warn.
@@ -267,9 +268,13 @@ function M.counts(d)
   if nn > 0 then
     fcum = {}
     for _, k in ipairs(KINDS) do fcum[k] = {} end
+    -- a function's cumulative time is its outermost calls': its nodes that no node of it holds
+    local outer = profdata.outermost(nn, nodes.parent, nodes.frame)
     for n = 1, nn do
       local f = nodes.frame[n]
-      for _, k in ipairs(KINDS) do fcum[k][f] = (fcum[k][f] or 0) + ncum[k][n] end
+      for _, k in ipairs(KINDS) do
+        fcum[k][f] = (fcum[k][f] or 0) + (outer[n] and ncum[k][n] or 0)
+      end
     end
   end
   return { frame_own = fown, frame_cum = fcum, node_own = nown, node_cum = ncum }

@@ -3,7 +3,7 @@
 --
 --   data = {
 --     meta   = { lua_version, timer, unit, bias, command, start_time, total_time, pid, host,
---                tree_cap, tree_folded, dropped [, merged] [, memory, mem_*] },
+--                tree_cap, tree_folded, dropped [, tree_recursion] [, merged] [, memory, mem_*] },
 --     frames = { n, kind, file, line, lastline, name, ncalls, pcalls, tottime, cumtime
 --                [, alloc_count, alloc_bytes, free_count, free_bytes, min_size, max_size] },
 --     edges  = { n, caller, callee, ncalls, pcalls, tottime, cumtime },
@@ -24,6 +24,8 @@
 --   profdata.from_stats(s)      data from a Stats object or a getstats() table (no tree)
 --   profdata.merge_meta(a, b)   the meta of the sum of two profiles
 --   profdata.add_memory(a, b)   the sum of two memory records (counts summed, min/max kept)
+--   profdata.children(n, parent)       the tree's children, in compressed rows
+--   profdata.outermost(n, parent, key)  the nodes with no ancestor of the same key
 --
 -- Pure Lua; works on Lua 5.4 and LuaJIT.
 
@@ -195,6 +197,58 @@ local function frame_memory(frames, nodes)
   return per
 end
 M.frame_memory = frame_memory
+
+--- children(n, parent): the children of the n tree nodes (parent[k] < k, 0 for a root), in
+--- compressed rows: node k's children, in node order, are child[first[k] .. first[k + 1] - 1],
+--- the roots those of node 0.  { first = first, child = child }.
+function M.children(n, parent)
+  local count, first = {}, {}
+  for k = 0, n + 1 do count[k] = 0 end
+  for k = 1, n do count[parent[k]] = count[parent[k]] + 1 end
+  local pos = 1
+  for k = 0, n do
+    first[k] = pos
+    pos = pos + count[k]
+  end
+  first[n + 1] = pos
+  local fill, child = {}, {}
+  for k = 0, n do fill[k] = first[k] end
+  for k = 1, n do
+    local p = parent[k]
+    child[fill[p]] = k
+    fill[p] = fill[p] + 1
+  end
+  return { first = first, child = child }
+end
+
+--- outermost(n, parent, key): for the n tree nodes (as children's), which are the outermost of
+--- their `key` (key[k], any value) on their path: out[k] is true when no ancestor of k has
+--- key[k].  The tree keeps recursion up to a depth (docs/SEMANTICS.md, "The call tree"), so a
+--- function's nodes nest; its outermost ones hold each of its outermost calls once.  One
+--- depth-first walk, without recursion in Lua.
+function M.outermost(n, parent, key)
+  local kids = M.children(n, parent)
+  local first, child = kids.first, kids.child
+  local out, on, at, stack, top = {}, {}, { [0] = first[0] }, { 0 }, 1
+  while top > 0 do
+    local k = stack[top]
+    local i = at[k]
+    if i < first[k + 1] then
+      at[k] = i + 1
+      local c = child[i]
+      local seen = on[key[c]] or 0
+      out[c] = seen == 0
+      on[key[c]] = seen + 1
+      at[c] = first[c]
+      top = top + 1
+      stack[top] = c
+    else
+      top = top - 1
+      if k > 0 then on[key[k]] = on[key[k]] - 1 end
+    end
+  end
+  return out
+end
 
 ---------------------------------------------------------------------------
 -- to_stats

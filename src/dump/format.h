@@ -122,6 +122,7 @@ static inline int dump_meta_class(const char *k, size_t n) {
     {"memory_allocs", DUMP_MK_INTEGER}, {"memory_bytes", DUMP_MK_INTEGER},
     {"memory_frees", DUMP_MK_INTEGER},  {"memory_freed", DUMP_MK_INTEGER},
     {"trace_size", DUMP_MK_INTEGER}, {"trace_dropped", DUMP_MK_INTEGER},
+    {"tree_recursion", DUMP_MK_INTEGER},
   };
   if (n > 4 && memcmp(k, "mem_", 4) == 0) return DUMP_MK_INTEGER;
   for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)

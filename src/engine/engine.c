@@ -100,7 +100,7 @@ void eng_return_slow(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   st->last = now;
 }
 
-int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
+int eng_push_hidden(Profiler *P, Stack *st, const void *ci, uint32_t lk, cprof_ticks now) {
   const Stack *r = st->n > 0 ? st : st->resumer;
   Frame under = {.link = IDX_NONE, .entry = IDX_NONE, .edge = IDX_NONE, .node = IDX_NONE};
   if (r && r->n > 0) under = r->f[r->n - 1];  /* a copy: growing st may move it */
@@ -109,6 +109,7 @@ int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   st->top = under.node;
   *fr = under;
   fr->ci = ci;
+  fr->link = lk;
   fr->t0 = now - st->away;
   fr->subt = 0;
   fr->line = IDX_NONE;
@@ -117,7 +118,16 @@ int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now) {
   return 0;
 }
 
-int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now) {
+int eng_line(Profiler *P, Stack *st, const void *ci, int line, cprof_ticks now) {
+  /* A line runs in activation ci: a frame above it is stale, as at a call (eng_caller_slow),
+     and on LuaJIT always there after a C function, which sends no return event. An activation
+     entered before enable() has no frame: the C functions' frames on top of it are stale. */
+  if (st->n > 0 && st->f[st->n - 1].ci != ci) {
+    int64_t at = find_frame(st, ci);
+    if (at < 0)
+      for (at = (int64_t)st->n - 1; at >= 0 && eng_is_c(P, &st->f[at]); at--) continue;
+    close_above(P, st, at, now);
+  }
   st->last = now;
   if (st->n == 0) return 0;
   Frame *fr = &st->f[st->n - 1];

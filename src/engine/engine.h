@@ -52,11 +52,17 @@ static inline void eng_leave(Stat *s, int lowest, cprof_ticks tt, cprof_ticks it
   s->calls++;
 }
 
+/* Whether frame f is a C function's, hidden or not (a hidden frame holds its caller's records,
+   but its own call's link). A C function runs no lines. */
+static inline int eng_is_c(const Profiler *P, const Frame *f) {
+  return P->fns.entries[P->tree.links[f->link].entry].kind == KIND_C;
+}
+
 /* Pushes the frame of a hidden call (a function the profile's filters leave out): it holds its
    caller's records, so that the functions it calls are its caller's callees, and it charges
    nothing of its own. Without a caller it holds no records (node IDX_NONE): the functions it
-   calls are roots (eng_real). */
-int eng_push_hidden(Profiler *P, Stack *st, const void *ci, cprof_ticks now);
+   calls are roots (eng_real). Its `link` is its own call's (lk), which no call from it takes. */
+int eng_push_hidden(Profiler *P, Stack *st, const void *ci, uint32_t lk, cprof_ticks now);
 
 /* The frame a call is made from as a caller: NULL for none, or for a hidden frame that has no
    recorded caller below it. */
@@ -75,7 +81,7 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
   if (__builtin_expect(l->hidden, 0) ||
       (__builtin_expect(P->filters & PROF_FILE_FILTERS, 0) && n > 0 && st->f[n - 1].hidden &&
        P->fns.entries[l->entry].kind == KIND_C))
-    return eng_push_hidden(P, st, ci, now);
+    return eng_push_hidden(P, st, ci, lk, now);
   if (n == st->cap && stk_grow(&P->stacks, st)) return -1;
   Frame *fr = &st->f[n];
   fr->ci = ci;
@@ -88,12 +94,16 @@ static inline __attribute__((always_inline)) int eng_push(Profiler *P, Stack *st
   fr->line = IDX_NONE;
   fr->hidden = 0;
   int first = 0;
-  /* A recursive call through the same link as its caller's: the frame below holds all three. */
+  /* A recursive call through the same link as its caller's (past the depth the tree keeps:
+     calltree.h): the frame below holds all three. A direct recursion the tree keeps, one node
+     per depth: the frame below holds the function and the edge. */
   if (n == 0 || fr[-1].link != lk) {
-    first = eng_enter(&P->fns.entries[l->entry].s, st, n, l->entry, FIRST_FN) |
-            eng_enter(&P->tree.nodes[l->node].s, st, n, l->node, FIRST_NODE);
-    if (l->edge != IDX_NONE)
-      first |= eng_enter(&P->tree.edges[l->edge].s, st, n, l->edge, FIRST_EDGE);
+    first = eng_enter(&P->tree.nodes[l->node].s, st, n, l->node, FIRST_NODE);
+    if (n == 0 || fr[-1].edge != l->edge || l->edge == IDX_NONE || fr[-1].hidden) {
+      first |= eng_enter(&P->fns.entries[l->entry].s, st, n, l->entry, FIRST_FN);
+      if (l->edge != IDX_NONE)
+        first |= eng_enter(&P->tree.edges[l->edge].s, st, n, l->edge, FIRST_EDGE);
+    }
   }
   fr->first = (uint8_t)first;
   if (first) {
@@ -183,9 +193,10 @@ static inline __attribute__((always_inline)) void eng_return(Profiler *P, Stack 
   }
 }
 
-/* A line event at `now`: the time since the frame's previous line event goes to that line.
-   Returns -1 when out of memory. */
-int eng_line(Profiler *P, Stack *st, int line, cprof_ticks now);
+/* A line event at `now` in activation `ci`: frames above ci's are closed (stale; when ci has no
+   frame, the C functions' frames on top), and the time since ci's frame's previous line event
+   goes to that line. Returns -1 when out of memory. */
+int eng_line(Profiler *P, Stack *st, const void *ci, int line, cprof_ticks now);
 
 /* Control passed from the thread of `from` (may be NULL) to the thread of `to`, whose event at
    `now` this is. `from` is charged up to its own last event, so the time between the two events

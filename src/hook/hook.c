@@ -43,9 +43,14 @@ static int our_mask(const Profiler *P) {
 }
 
 /* LINES_CHOSEN: after a call or a return, line events are asked for exactly while a chosen
-   function is on top, so that the rest of the program runs without them. */
+   function runs, so that the rest of the program runs without them. That is the top Lua
+   frame's: a C function on top runs no lines, and the next line event is either in a Lua
+   function it calls, whose call event comes first, or in its caller once it has returned
+   (on LuaJIT, with no return event). */
 static void follow_lines(Profiler *P, Stack *st, lua_State *L) {
-  const Frame *top = st->n > 0 ? &st->f[st->n - 1] : NULL;
+  uint32_t n = st->n;
+  while (n > 0 && eng_is_c(P, &st->f[n - 1])) n--;
+  const Frame *top = n > 0 ? &st->f[n - 1] : NULL;
   int want = top && !top->hidden && P->fns.entries[top->entry].lines == FILTER_IN;
   if (want == st->lines_on) return;
   st->lines_on = (uint8_t)want;
@@ -251,12 +256,18 @@ static inline __attribute__((always_inline)) int on_call(Profiler *P, Stack *st,
   return public_call(P, st, L, ar, in, now, slow);
 }
 
-static inline __attribute__((always_inline)) void on_return(Stack *st, lua_Debug *ar,
-                                                            cprof_ticks now, int traced) {
+/* LuaJIT: the top frame's activation id, provisional since its call, is that of an event in
+   it (its return or one of its lines). */
+static inline void settle_ci(Stack *st, const lua_Debug *ar) {
   if (!COMPAT_PER_THREAD_HOOKS && st->ci_pending) {
     st->f[st->n - 1].ci = COMPAT_CI(*ar);
     st->ci_pending = 0;
   }
+}
+
+static inline __attribute__((always_inline)) void on_return(Stack *st, lua_Debug *ar,
+                                                            cprof_ticks now, int traced) {
+  settle_ci(st, ar);
   eng_return(st->P, st, COMPAT_CI(*ar), now, traced);
 }
 
@@ -305,7 +316,8 @@ static inline __attribute__((always_inline)) void record(Profiler *P, Stack *st,
   } else {
     if (now < 0) now = clock_at(&P->clock, in);
     uint32_t recs = P->lines.nrecs;
-    if (eng_line(P, st, ar->currentline, now)) P->oom = 1;
+    settle_ci(st, ar);
+    if (eng_line(P, st, COMPAT_CI(*ar), ar->currentline, now)) P->oom = 1;
     slow = slow || recs != P->lines.nrecs;
   }
   if (unlikely(P->lines.on == LINES_CHOSEN) && kind != HOOK_LINE) follow_lines(P, st, L);

@@ -303,6 +303,31 @@ static int is_coroutine_fn(lua_State *L) {
   return yes;
 }
 
+/* LuaJIT's number of the built-in at index idx, as its tostring names it ("function:
+   builtin#80": tostring as it was when cprof loaded), 0 when it cannot be had: where functions
+   have a metatable, a __tostring would run the program's code. */
+static uint8_t builtin_id(lua_State *L, int idx) {
+  int top = lua_gettop(L), id = 0;
+  idx = lua_absindex(L, idx);
+  if (!lua_checkstack(L, 3) || lua_getmetatable(L, idx)) {
+    lua_settop(L, top);
+    return 0;
+  }
+  lua_rawgetp(L, LUA_REGISTRYINDEX, &GLOBALS_KEY);
+  if (lua_istable(L, -1)) {
+    lua_pushliteral(L, "tostring");
+    lua_rawget(L, -2);
+    if (lua_iscfunction(L, -1)) {
+      lua_pushvalue(L, idx);
+      if (lua_pcall(L, 1, 1, 0) == LUA_OK && lua_type(L, -1) == LUA_TSTRING &&
+          sscanf(lua_tostring(L, -1), "function: builtin#%d", &id) != 1)
+        id = 0;
+    }
+  }
+  lua_settop(L, top);
+  return id > 0 && id <= UINT8_MAX ? (uint8_t)id : 0;
+}
+
 /* A new entry for the function a call event calls, whose "S" information `ar` holds: a Lua
    function of `chunk`, or C function `cfunc`. It is named by the call site when it can be. */
 static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t chunk,
@@ -318,8 +343,10 @@ static uint32_t new_entry(FuncTable *F, lua_State *L, lua_Debug *ar, uint32_t ch
   /* cprof's C methods that its Lua wrappers replaced: only an upvalue holds them. */
   if (own) fn_set_name(F, e, own, NAME_GLOBAL);
   /* LuaJIT's built-ins have no C function to give (Lua 5.4's C functions all have one). */
-  if (cfunc && !lua_tocfunction(L, -1))
+  if (cfunc && !lua_tocfunction(L, -1)) {
     en->no_return = cfunc == &WRAP_MARK || is_coroutine_fn(L) ? NR_SWITCH : NR_BUILTIN;
+    en->builtin = builtin_id(L, -1);
+  }
   lua_pop(L, 1);
   const Learnt *lr = cfunc ? learnt(L) : NULL;
   for (int i = 0; lr && i < NLIB; i++)

@@ -10,6 +10,7 @@
 int tree_init(CallTree *T) {
   memset(T, 0, sizeof *T);
   T->limit = TREE_CAP_DEFAULT;
+  T->recursion = TREE_RECURSION_DEFAULT;
   return idxmap_init(&T->edge_by_pair, 512) || idxmap_init(&T->link_by_call, 512) ? -1 : 0;
 }
 
@@ -47,11 +48,16 @@ static uint32_t tree_edge(CallTree *T, uint32_t caller, uint32_t callee) {
   return i;
 }
 
-/* Recursion folds: a call of a function already on the path goes to that function's node, so
-   a recursive path is as long as its distinct functions, whatever the depth. */
+/* Recursion is kept up to a depth: a call of a function that the path up to `node` holds
+   T->recursion times goes to the deepest of those nodes (IDX_NONE: a new node), so a path is at
+   most that many times as long as its distinct functions, whatever the depth of recursion. */
 static uint32_t path_node_of(const CallTree *T, uint32_t node, uint32_t entry) {
-  for (; node != IDX_NONE; node = T->nodes[node].parent)
-    if (T->nodes[node].entry == entry) return node;
+  uint32_t deepest = IDX_NONE, seen = 0;
+  for (; node != IDX_NONE; node = T->nodes[node].parent) {
+    if (T->nodes[node].entry != entry) continue;
+    if (deepest == IDX_NONE) deepest = node;
+    if (++seen >= T->recursion) return deepest;
+  }
   return IDX_NONE;
 }
 

@@ -53,6 +53,11 @@ typedef struct Link {
 
 enum { TREE_CAP_DEFAULT = 1000000 };
 
+/* A call path keeps up to this many nested calls of one function (a recursion, direct or
+   through others), each its own node; a deeper call of it goes to the deepest of those nodes,
+   so that a path is at most this many times as long as its distinct functions. */
+enum { TREE_RECURSION_DEFAULT = 64 };
+
 typedef struct CallTree {
   Edge *edges;
   uint32_t nedges, cedges;
@@ -60,19 +65,23 @@ typedef struct CallTree {
   Node *nodes;
   uint32_t nnodes, cnodes;
   uint32_t limit;          /* most nodes; deeper new paths fold into their caller's node */
+  uint32_t recursion;      /* most nodes of one function on a path (TREE_RECURSION_DEFAULT) */
   uint64_t folded;         /* calls folded because the tree was full */
   Link *links;
   uint32_t nlinks, clinks;
   IdxMap link_by_call;     /* links by (from node, callee) */
 } CallTree;
 
-/* Empty tables with room for TREE_CAP_DEFAULT nodes; -1 when out of memory (T can be freed). */
+/* Empty tables with room for TREE_CAP_DEFAULT nodes and TREE_RECURSION_DEFAULT nested calls;
+   -1 when out of memory (T can be freed). */
 int tree_init(CallTree *T);
 void tree_free(CallTree *T);
 
 /* The link for a call of `entry` from a frame on node `from` (IDX_NONE: a root call) whose
    function is `from_entry`; a `hidden` one (an entry filtered out) makes neither edge nor node.
-   IDX_NONE when out of memory. */
+   Its node is a new child of `from`, unless `from`'s path holds `recursion` nodes of `entry`
+   already (then the deepest of them) or the tree is full (then `from`). IDX_NONE when out of
+   memory. */
 uint32_t tree_link(CallTree *T, uint32_t from, uint32_t from_entry, uint32_t entry, int hidden);
 
 /* The link node `node`'s cache remembers for this key, or IDX_NONE. */

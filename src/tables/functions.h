@@ -47,6 +47,8 @@ typedef struct Entry {
   uint8_t filter;    /* FILTER_*: whether the profile's record-time filters keep it */
   uint8_t lines;     /* FILTER_IN: it is one of the functions chosen for line events */
   uint8_t no_return; /* NR_*: a LuaJIT built-in, for which no return event comes */
+  uint8_t builtin;   /* a LuaJIT built-in's number ("builtin#80", as LuaJIT names it), which
+                        stays the same from run to run where its address does not; 0: none */
 } Entry;
 
 /* Entry.no_return. A LuaJIT built-in closes at its own last event; coroutine.resume, yield and

@@ -47,13 +47,14 @@ void prof_reset(Profiler *P) {
 
 int prof_clear(Profiler *P) {
   cprof_timer timer = P->clock.timer;
-  uint32_t limit = P->tree.limit;
+  uint32_t limit = P->tree.limit, recursion = P->tree.recursion;
   int lines = P->lines.on, public_only = P->public_only, filters = P->filters;
   uint32_t trace_size = P->trace.size;
   double bias = P->bias;
   prof_free(P);
   int r = prof_init(P, &timer);
   P->tree.limit = limit;
+  P->tree.recursion = recursion;
   P->lines.on = lines;
   P->public_only = public_only;
   P->filters = filters;

@@ -7,6 +7,7 @@
 #include "tables/snapshot.h"
 #include "util/compat.h"
 #include "util/fault.h"
+#include "util/symbol.h"
 
 static const char *const KIND_NAMES[] = {"Lua", "main", "C"};
 
@@ -26,12 +27,21 @@ static void set_int(lua_State *L, const char *k, uint64_t v) {
   lua_setfield(L, -2, k);
 }
 
-/* A function's name; one that neither a call site nor a global gave is "<anon>", or its address
-   for a C function. */
+/* A function's name; a Lua function that neither its definition, a call site nor a global
+   named is "<anon>"; a C function is named by what stays the same from one run to the next
+   (docs/SEMANTICS.md, "Names"): LuaJIT's number of a built-in, else its symbol, or its library
+   and offset; its address only when the dynamic linker knows none of these. */
 static void push_name(lua_State *L, const Entry *e) {
+  char sym[256];
+  int found = e->kind == KIND_C && !e->name && !e->builtin && e->no_return == NR_NONE
+                  ? sym_name(e->cfunc, sym, sizeof sym)
+                  : -1;
   if (e->name) lua_pushstring(L, e->name);
-  else if (e->kind == KIND_C) lua_pushfstring(L, "C function %p", e->cfunc);
-  else lua_pushliteral(L, "<anon>");
+  else if (e->kind != KIND_C) lua_pushliteral(L, "<anon>");
+  else if (e->builtin) lua_pushfstring(L, "builtin#%d", (int)e->builtin);
+  else if (found == SYM_EXACT) lua_pushstring(L, sym);
+  else if (found == SYM_OFFSET) lua_pushfstring(L, "C function %s", sym);
+  else lua_pushfstring(L, "C function %p", e->cfunc);
 }
 
 /* Whether the fast path ran, and why not (docs/SEMANTICS.md): into the table on top. */
@@ -275,6 +285,8 @@ static void push_meta(lua_State *L, const Profiler *P, cprof_ticks running_ns) {
   lua_setfield(L, -2, "pid");
   lua_pushinteger(L, (lua_Integer)P->tree.limit);
   lua_setfield(L, -2, "tree_cap");
+  lua_pushinteger(L, (lua_Integer)P->tree.recursion);
+  lua_setfield(L, -2, "tree_recursion");
   lua_pushinteger(L, (lua_Integer)P->tree.folded);
   lua_setfield(L, -2, "tree_folded");
   lua_pushinteger(L, (lua_Integer)P->dropped);

@@ -21,15 +21,16 @@
 -- their count and no cost (their time is inside the outer call's).  Then every function that
 -- is not part of a cycle of two or more functions (f -> g -> f) gets its cumtime as inclusive
 -- cost; in such a cycle callgrind_annotate adds the inner calls again (KCachegrind finds the
--- cycle and does not).  Memory costs come from the call tree, where the engine folds a call
--- back into a function on the path into that function's node: a call back into a function
--- already on the path has no memory cost of its own.
+-- cycle and does not).  Memory costs come from the call tree, by the same rule: an edge's cost
+-- is the inclusive cost of its outermost calls (the tree keeps recursion, so a pair caller ->
+-- callee can be on a path more than once), and a call of a function by itself has none.
 
 local _ENV = require("cprof.env")()
 
 local M = {}
 
 local export = require("cprof.export")
+local profdata = require("cprof.profdata")
 
 M.WEIGHTS = { time = true, alloc = true, allocs = true, live = true }
 M.WEIGHTS_TEXT = "callgrind's events are time and, on memory profiles, alloc, allocs and live;"
@@ -68,15 +69,17 @@ local function costs(m, weight)
   local values = m:integers(weight)
   local incl = m:inclusive(values)
   local parent, frame = m.parent, m.frame
+  -- As for time: a call's cost is counted where the caller->callee pair is outermost on the
+  -- path (the tree keeps recursion), and a function calling itself carries none.
+  local pair = {}
+  for k = 1, m.n do pair[k] = frame[parent[k]] and frame[parent[k]] * (F.n + 1) + frame[k] or 0 end
+  local outer = profdata.outermost(m.n, parent, pair)
   local sums = {}
   for k = 1, m.n do
     local f = frame[k]
     fself[f] = fself[f] + values[k]
     local p = parent[k]
-    if p > 0 then
-      local key = frame[p] * (F.n + 1) + f
-      sums[key] = (sums[key] or 0) + incl[k]
-    end
+    if p > 0 and frame[p] ~= f and outer[k] then sums[pair[k]] = (sums[pair[k]] or 0) + incl[k] end
   end
   for e = 1, E.n do ecost[e] = sums[E.caller[e] * (F.n + 1) + E.callee[e]] or 0 end
   return fself, ecost

@@ -16,7 +16,8 @@
 -- Everything is arrays indexed by node or frame number, never a table per node: a dump has up
 -- to a million nodes and every export must stay well inside a gigabyte.  A node's inclusive
 -- value is the sum of its subtree's self values (for time, tottime summed equals the node's
--- cumtime: the engine folds recursion into the ancestor node), so widths always add up.
+-- cumtime: a node's cumtime is its outermost calls', and recursion past the depth the tree
+-- keeps goes into the deepest node of its function), so widths always add up.
 
 local _ENV = require("cprof.env")()
 
@@ -328,27 +329,9 @@ end
 --- kids.child[kids.first[k] .. kids.first[k + 1] - 1], the roots those of node 0.  Ordered by
 --- `incl` (largest first), then by name, then by node number, so that output is reproducible.
 function Model:children(incl)
-  local n, parent = self.n, self.parent
-  local count = {}
-  for k = 0, n + 1 do count[k] = 0 end
-  for k = 1, n do
-    local p = parent[k]
-    count[p] = count[p] + 1
-  end
-  local first = {}
-  local pos = 1
-  for k = 0, n do
-    first[k] = pos
-    pos = pos + count[k]
-  end
-  first[n + 1] = pos
-  local fill, child = {}, {}
-  for k = 0, n do fill[k] = first[k] end
-  for k = 1, n do
-    local p = parent[k]
-    child[fill[p]] = k
-    fill[p] = fill[p] + 1
-  end
+  local n = self.n
+  local kids = data_mod.children(n, self.parent)
+  local first, child = kids.first, kids.child
   if incl then
     local frame = self.frame
     local function before(a, b)
@@ -369,7 +352,7 @@ function Model:children(incl)
       end
     end
   end
-  return { first = first, child = child }
+  return kids
 end
 
 --- Depth-first walk from the roots: visit(k, depth, path) for each node before its children,

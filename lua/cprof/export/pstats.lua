@@ -100,7 +100,18 @@ function M.write(m, sink)
     first[f], fill[f] = pos, pos
     pos = pos + c
   end
+  -- Each function's callers in frame order, whatever the edges' order, so that a Stats read
+  -- back from the file writes the same bytes: the edges taken by caller (a counting sort).
+  local at, by_caller = {}, {}
+  for f = 1, F.n + 1 do at[f] = 0 end
+  for e = 1, E.n do at[E.caller[e] + 1] = at[E.caller[e] + 1] + 1 end
+  at[1] = 1
+  for f = 2, F.n + 1 do at[f] = at[f] + at[f - 1] end
   for e = 1, E.n do
+    by_caller[at[E.caller[e]]] = e
+    at[E.caller[e]] = at[E.caller[e]] + 1
+  end
+  for _, e in ipairs(by_caller) do
     local g = E.callee[e]
     if E.ncalls[e] ~= 0 and live[g] and live[E.caller[e]] then
       list[fill[g]] = e

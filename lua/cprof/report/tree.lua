@@ -9,8 +9,8 @@
 --
 -- One line per node of the call tree, its function indented by its depth, its children
 -- below it, the largest first: its inclusive time (the node's subtree), its share of the
--- total, its own time, and its calls (calls/primitive calls where the path recursed: the
--- engine folds a recursive call into the node of the outer call).  opts:
+-- total, its own time, and its calls (calls/primitive calls where the path recursed past the
+-- depth the tree keeps, docs/SEMANTICS.md "The call tree").  opts:
 --   depth        show at most this many levels
 --   min_percent  leave out the nodes under this share of the total, with their subtrees
 --                (default 0.5; 0 shows every node)
