@@ -37,10 +37,17 @@ describe("folded export", function()
       "" }, "\n"), X.export("folded", X.changed(), { base = X.sample() }))
   end)
 
-  it("keeps ';' and line breaks out of frame names", function()
+  it("keeps ';', line breaks and other control characters out of frame names", function()
     local d = X.sample()
-    d.frames.name[2] = "w;o\nrk"
-    assert.matches("\nmain.lua:1%(main%);main.lua:5%(w o rk%) 20000000\n", X.export("folded", d))
+    d.frames.name[2] = "w;o\nr\27k"
+    assert.matches("\nmain.lua:1%(main%);main.lua:5%(w o r k%) 20000000\n", X.export("folded", d))
+  end)
+
+  it("writes names that are not UTF-8 with U+FFFD", function()
+    local d = X.sample()
+    d.frames.name[2], d.frames.file[3] = "w\255rk", "\237lo"
+    assert.matches("\nmain.lua:1%(main%);main.lua:5%(w\239\191\189rk%);\239\191\189lo:10%(fib%) 60000000\n",
+      X.export("folded", d))
   end)
 end)
 
@@ -68,6 +75,35 @@ describe("speedscope export", function()
     assert.same({ 1, 4 }, co.weights)
     doc = cjson.decode((X.export("speedscope", X.sample(true), { weight = "alloc" })))
     assert.same({ "bytes", 16000 }, { doc.profiles[1].unit, doc.profiles[1].endValue })
+  end)
+end)
+
+-- A profile whose function names and chunk names are not UTF-8.
+local function not_utf8()
+  local d = X.sample()
+  d.frames.name[2], d.frames.file[3], d.meta.command = "w\255rk", "\237lo", "lua \233.lua"
+  return d
+end
+
+describe("names that are not UTF-8", function()
+  it("are U+FFFD in speedscope's JSON", function()
+    local text = X.export("speedscope", not_utf8())
+    local doc = cjson.decode(text)
+    assert.same({ "w\239\191\189rk", "main.lua" }, { doc.shared.frames[2].name, doc.shared.frames[2].file })
+    assert.equal("\239\191\189lo", doc.shared.frames[3].file)
+    assert.equal("lua \239\191\189.lua", doc.name)
+    assert.is_nil(text:find("\255", 1, true))
+  end)
+
+  it("are U+FFFD in callgrind's names, and a line break a space", function()
+    local d = not_utf8()
+    d.frames.name[1] = "ma\nin"
+    local text = X.export("callgrind", d)
+    -- the names, each where it is first written (cfn=, cfl= of a call)
+    assert.truthy(text:find("fn=(2) w\239\191\189rk\n", 1, true))
+    assert.truthy(text:find("fl=(2) \239\191\189lo\n", 1, true))
+    assert.truthy(text:find("\nfn=(1) ma in\n", 1, true))
+    assert.truthy(text:find("\ncmd: lua \239\191\189.lua\n", 1, true))
   end)
 end)
 

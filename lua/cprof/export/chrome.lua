@@ -37,6 +37,7 @@ M.WEIGHTS_TEXT = "a trace is a time line"
 local sformat, tostring, tonumber, ipairs, type = string.format, tostring, tonumber, ipairs, type
 local encode = cjson.encode
 local fail = require("cprof.export.model").fail
+local to_utf8 = require("cprof.sanitize").utf8
 
 local LAYOUT = "aggregated call tree on a synthetic time line, not a trace: each event is one"
   .. " call path, as long as all its calls together; children follow one another from their"
@@ -49,7 +50,7 @@ local function heads(m, ph)
   for f = 1, F.n do
     local kind = F.kind[f]
     local args = kind == "C" and "" or
-      (',"args":{"file":' .. encode(tostring(F.file[f])) .. sformat(',"line":%d}', F.line[f]))
+      (',"args":{"file":' .. encode(to_utf8(tostring(F.file[f]))) .. sformat(',"line":%d}', F.line[f]))
     head[f] = '{"name":' .. encode(m:name(f)) .. ',"cat":"' .. (kind == "C" and "C" or
       kind == "main" and "main" or "Lua") .. '","ph":"' .. ph .. '","pid":1' .. args
   end
@@ -57,7 +58,7 @@ local function heads(m, ph)
 end
 
 local function command_of(m)
-  return tostring(m.meta.command or "")
+  return to_utf8(tostring(m.meta.command or ""))
 end
 
 local function process_name(w, what, command)
