@@ -157,6 +157,24 @@ function X.big(n, nframes, seed)
            nodes = columns(NODE_COLS, nodes) }
 end
 
+--- A call tree of many siblings: main calls f1 .. f500 once each, own times of 1 to 100
+--- microseconds that are not whole microseconds (main's own: 1 ms).
+function X.siblings()
+  local frames, nodes, edges, total = {}, {}, {}, 0.001
+  frames[1] = { "Lua", "main.lua", 1, 600, "main", 1, 1, 0.001, 0 }
+  nodes[1] = { 0, 1, 1, 1, 0.001, 0 }
+  for i = 1, 500 do
+    local t = (1000 + i * 7919 % 99001) * 1e-9
+    frames[i + 1] = { "Lua", "main.lua", i + 1, i + 1, "f" .. i, 1, 1, t, t }
+    nodes[i + 1] = { 1, i + 1, 1, 1, t, t }
+    edges[i] = { 1, i + 1, 1, 1, t, t }
+    total = total + t
+  end
+  frames[1][9], nodes[1][6] = total, total
+  return { meta = meta(total), frames = columns(FRAME_COLS, frames), edges = columns(EDGE_COLS, edges),
+           nodes = columns(NODE_COLS, nodes) }
+end
+
 -- A program with recursion (fib), mutual recursion (even/odd), C functions and a coroutine.
 local function workload()
   local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end

@@ -95,6 +95,13 @@ describe("names that are not UTF-8", function()
     assert.is_nil(text:find("\255", 1, true))
   end)
 
+  it("are U+FFFD in Chrome's JSON", function()
+    local text = X.export("chrome", not_utf8())
+    assert.truthy(text:find('"name":"w\239\191\189rk"', 1, true))
+    assert.truthy(text:find('"name":"cprof: aggregated call tree (not a trace): lua \239\191\189.lua"', 1, true))
+    assert.is_nil(text:find("[\233\237\255]"))
+  end)
+
   it("are U+FFFD in callgrind's names, and a line break a space", function()
     local d = not_utf8()
     d.frames.name[1] = "ma\nin"
@@ -138,8 +145,20 @@ describe("chrome export", function()
       { "fib", 0, 60000, 1 },
       { "string.rep", 60000, 10000, 1 },
     }, got)
-    assert.same({ file = "main.lua", line = 10 }, x[3].args)
-    assert.is_nil(x[4].args)
+    -- no args: speedscope would show them after the function's name
+    for _, e in ipairs(x) do assert.is_nil(e.args) end
+  end)
+
+  it("writes times as multiples of 1/1024 microsecond, so that a sibling starts where the one before ends", function()
+    local d = X.sample()
+    d.nodes.tottime[3] = 0.06 + 1e-7 / 3  -- fib: 60,000,033 ns
+    local text = X.export("chrome", d)
+    -- fib lasts 60,000,033 ns: 61,440,034 1024ths of a microsecond (rounded); string.rep
+    -- starts where fib ends
+    assert.truthy(text:find('"name":"fib","cat":"Lua","ph":"X","pid":1,"tid":1,"ts":0,"dur":60000.033203125}', 1, true))
+    assert.truthy(text:find('"name":"string.rep","cat":"C","ph":"X","pid":1,"tid":1,"ts":60000.033203125,"dur":10000}', 1, true))
+    local x = events(cjson.decode(text), "X")
+    assert.equal(x[4].ts, x[3].ts + x[3].dur)
   end)
 
   it("puts each coroutine on its own thread, next to the resume that runs it", function()
