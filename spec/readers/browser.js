@@ -81,15 +81,24 @@ async function speedscopeJob(browser, job) {
     URL.createObjectURL = blob => { window.cprofSaved = blob; return make.call(URL, blob); };
   });
   const log = [];
-  page.on('console', m => log.push(m.text()));
+  // speedscope logs "import: N ms" once it has imported the file (a canvas is there before)
+  let imported;
+  const importDone = new Promise(resolve => { imported = resolve; });
+  page.on('console', m => {
+    log.push(m.text());
+    if (/^import: /.test(m.text())) imported();
+  });
   page.on('dialog', d => { log.push('dialog: ' + d.message()); d.dismiss(); });
   // 20 s, and 1 s more per MB: a trace of a million events is 80 MB
   const timeout = 20000 + Math.ceil(fs.statSync(job.file).size / 1000);
   // the file given to the input of speedscope's Browse button
   await page.goto('file://' + speedscope, { timeout });
   await page.setInputFiles('#file', job.file, { timeout });
-  await page.waitForFunction(() => /Total\tSelf|Something went wrong/.test(
-    document.body.innerText) || document.querySelector('canvas'), null, { timeout });
+  // its error page, or the end of the wait, settles this one (never left to reject unhandled)
+  const failed = page.waitForFunction(() => /Something went wrong/.test(document.body.innerText),
+    null, { timeout }).then(() => null, e => e);
+  const error = await Promise.race([importDone, failed]);
+  if (error) throw error;
   await page.waitForTimeout(300);
   await page.keyboard.press('3');            // the Sandwich view
   const profiles = [];
