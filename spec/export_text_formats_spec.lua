@@ -170,6 +170,19 @@ describe("chrome export", function()
     assert.same({ "coroutine.resume", 1, 0, 5000 }, { x[2].name, x[2].tid, x[2].ts, x[2].dur })
   end)
 
+  it("writes a trace's events of one time one 1/1024 microsecond apart, in their order", function()
+    -- main calls work, which returns at once: four events the clock (or the bias) put at one
+    -- time; speedscope, which sorts by time, would take the return of work before its call
+    local d = X.sample()
+    d.trace = { n = 4, event = { 0, 0, 1, 1 }, thread = { 1, 1, 1, 1 }, node = { 1, 2, 2, 1 },
+                time = { 0.5, 0.5, 0.5, 0.5 } }
+    local got = {}
+    for _, e in ipairs(cjson.decode((X.export("chrome", d))).traceEvents) do
+      if e.ph ~= "M" then got[#got + 1] = { e.ph, e.name, (e.ts - 500000) * 1024 } end
+    end
+    assert.same({ { "B", "main", 0 }, { "B", "work", 1 }, { "E", "work", 2 }, { "E", "main", 3 } }, got)
+  end)
+
   it("takes time only", function()
     local ok, err = pcall(X.export, "chrome", X.sample(), { weight = "calls" })
     assert.is_false(ok)
