@@ -1,26 +1,10 @@
 -- The callgrind export, and valgrind's callgrind_annotate (the real reader) reading it.
 local S = require "spec.support"
 local X = require "spec.export_support"
+local checks = require "spec.export_checks"
 local export = require "cprof.export"
 
--- callgrind_annotate's table of functions: { ["file:function"] = { costs... } } and the totals.
-local function annotate(path, inclusive)
-  local cmd, why = X.reader("callgrind_annotate")
-  if not cmd then return nil, why end
-  local out, err, status = X.run(cmd .. " --threshold=100 --inclusive=" .. (inclusive and "yes" or "no")
-    .. " " .. S.q(path))
-  assert.equal(0, status, err)
-  local rows, totals = {}, nil
-  for line in out:gmatch("[^\n]+") do
-    local nums, name = line:match("^([%d,%s%(%)%.%%]+)  (%S.*)$")
-    if nums then
-      local costs = {}
-      for n in nums:gsub("%b()", ""):gmatch("[%d,]+") do costs[#costs + 1] = tonumber((n:gsub(",", ""))) end
-      if name == "PROGRAM TOTALS" then totals = costs else rows[name] = costs end
-    end
-  end
-  return rows, totals
-end
+local annotate = checks.annotate
 
 describe("callgrind export", function()
   local tmp = X.tmp_files(after_each)

@@ -1,21 +1,10 @@
 -- The pprof export (gzipped profile.proto) read by `go tool pprof`, the real reader.
 local S = require "spec.support"
 local X = require "spec.export_support"
+local checks = require "spec.export_checks"
 local export = require "cprof.export"
 
--- go tool pprof -top: { [function] = { flat, cum } } in the unit asked for, and the header.
-local function top(path, args)
-  local go, why = X.reader("go")
-  if not go then return nil, why end
-  local out, err, status = X.run(go .. " tool pprof -top -nodefraction=0 -edgefraction=0 -nodecount=100000 "
-    .. args .. " " .. S.q(path))
-  assert.equal(0, status, err)
-  local rows = {}
-  for flat, cum, name in out:gmatch("\n%s*([%d.]+)%a*%s+[%d.]+%%%s+[%d.]+%%%s+([%d.]+)%a*%s+[%d.]+%%%s+([^\n]+)") do
-    rows[name] = { tonumber(flat), tonumber(cum) }
-  end
-  return rows, out
-end
+local top = checks.pprof_top
 
 describe("pprof export", function()
   local tmp = X.tmp_files(after_each)
@@ -86,6 +75,21 @@ describe("pprof export", function()
     assert.is_true(checked >= 8)
     local calls = top(path, "-sample_index=calls")
     assert.equal(report[m:label(m.frame[3])].ncalls, calls[m:name(m.frame[3])][1])
+  end)
+
+  it("keeps the names of functions that share their full name, each on one line", function()
+    local d = X.sample()
+    -- work and fib: two chunks of one chunk name, so one full name, their short name
+    d.frames.file[2], d.frames.line[2], d.frames.name[2] = '[string "x"]', 10, "fib"
+    d.frames.file[3] = '[string "x"]'
+    d.frames.name[1] = "ma\nin"
+    local path = tmp(".pb.gz")
+    export.export("pprof", d, path)
+    local rows, out = top(path, "-unit=ns")
+    if not rows then return pending("pprof export against go tool pprof: " .. out) end
+    -- pprof took a name equal to its system_name for a C++ symbol: it cut "(fib)" off
+    assert.same({ 80000000, 90000000 }, rows['[string "x"]:10(fib)'])
+    assert.same({ 10000000, 100000000 }, rows["ma in"])
   end)
 
   it("needs the call tree", function()

@@ -65,12 +65,14 @@ for k in sorted(d): print(k, d[k])' ]] .. S.q(path))
       "" }, "\n"), out)
   end)
 
-  it("prints in CPython's pstats exactly as cprof-stats prints the dump", function()
+  -- CPython's print_stats and print_callers of the pstats export of `dump`, and cprof-stats'
+  -- of the dump itself, both without their first line (the file's name and time); or nil
+  -- and why a reader is missing.
+  local function both_printed(dump)
     local py, why = X.reader("python3")
-    if not py then return pending("pstats export against CPython: " .. why) end
+    if not py then return nil, "pstats export against CPython: " .. why end
     local env, ewhy = S.lua54_env(S.ROOT)
-    if not env then return pending(ewhy) end
-    local dump = X.live_dump(tmp(".prof"))
+    if not env then return nil, ewhy end
     local path = tmp(".pstats")
     export.export("pstats", dump, path)
     local script = tmp(".py")
@@ -82,9 +84,33 @@ for k in sorted(d): print(k, d[k])' ]] .. S.q(path))
     assert.equal(0, mstatus, merr)
     -- cprof's own note under the totals (LuaJIT's compiler was off) is not pstats'
     local function body(t) return (t:gsub("^[^\n]*\n", ""):gsub("\n   cprof: [^\n]*\n\n", "\n", 1)) end
-    assert.matches("function calls %(%d+ primitive calls%)", out)
-    assert.matches("%(fib%)", out)
-    assert.equal(body(mine), body(out))
+    return body(out), body(mine)
+  end
+
+  it("prints in CPython's pstats exactly as cprof-stats prints the dump", function()
+    local python, mine = both_printed(X.live_dump(tmp(".prof")))
+    if not python then return pending(mine) end
+    assert.matches("function calls %(%d+ primitive calls%)", python)
+    assert.matches("%(fib%)", python)
+    assert.equal(mine, python)
+  end)
+
+  it("adds up functions with the same key, as cprof-stats does, and Python shows their sum", function()
+    -- two chunks that are both [string "local x = 1..."]:0(<main chunk>), called 3 and 2 times
+    local p = require("cprof").Profile({ timer = "counter" })
+    local a = load("local x = 1\nreturn x")
+    local b = load("local x = 1\nreturn x + 1")
+    p:enable()
+    for _ = 1, 3 do a() end
+    for _ = 1, 2 do b() end
+    p:disable()
+    local dump = tmp(".prof")
+    p:dump_stats(dump)
+    local python, mine = both_printed(dump)
+    if not python then return pending(mine) end
+    assert.matches('\n +5 +[%d.]+ +[%d.]+ +[%d.]+ +[%d.]+ %[string "local x = 1..."%]:0%(<main chunk>%)\n',
+      python)
+    assert.equal(mine, python)
   end)
 
   it("writes call counts past 32 bits as marshal longs, and names that are not UTF-8 as U+FFFD", function()

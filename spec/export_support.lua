@@ -157,6 +157,24 @@ function X.big(n, nframes, seed)
            nodes = columns(NODE_COLS, nodes) }
 end
 
+--- A call tree of many siblings: main calls f1 .. f500 once each, own times of 1 to 100
+--- microseconds that are not whole microseconds (main's own: 1 ms).
+function X.siblings()
+  local frames, nodes, edges, total = {}, {}, {}, 0.001
+  frames[1] = { "Lua", "main.lua", 1, 600, "main", 1, 1, 0.001, 0 }
+  nodes[1] = { 0, 1, 1, 1, 0.001, 0 }
+  for i = 1, 500 do
+    local t = (1000 + i * 7919 % 99001) * 1e-9
+    frames[i + 1] = { "Lua", "main.lua", i + 1, i + 1, "f" .. i, 1, 1, t, t }
+    nodes[i + 1] = { 1, i + 1, 1, 1, t, t }
+    edges[i] = { 1, i + 1, 1, 1, t, t }
+    total = total + t
+  end
+  frames[1][9], nodes[1][6] = total, total
+  return { meta = meta(total), frames = columns(FRAME_COLS, frames), edges = columns(EDGE_COLS, edges),
+           nodes = columns(NODE_COLS, nodes) }
+end
+
 -- A program with recursion (fib), mutual recursion (even/odd), C functions and a coroutine.
 local function workload()
   local function fib(n) if n < 2 then return n end return fib(n - 1) + fib(n - 2) end
@@ -189,6 +207,67 @@ function X.live_dump(path)
   p:runcall(workload)
   p:dump_stats(path)
   return path
+end
+
+--- A program whose names are hard on every format: chunk names that are not UTF-8 (as
+--- load("return 1", "\237lo") makes them), that hold the separators of the formats (";" of
+--- folded stacks, a line break, which ends a line of callgrind), two chunks with one chunk name
+--- ([string "local x = 1..."]), function names that are not UTF-8, mutual recursion and a
+--- coroutine.
+X.HOSTILE_PROGRAM = [==[
+local chunks = {
+  load("return 1", "\237lo"),
+  load("local t = {} t['h\255'] = function(n) return n + 1 end return t['h\255'](1)", "=caf\233;x\ny"),
+  load("return select('#', 1, 2)", "@f\255\254.lua"),
+  load("local x = 1\nreturn x"),
+  load("local x = 1\nreturn x + 1"),
+}
+local t = {}
+t["w\255rk"] = function(n)
+  local s = 0
+  for i = 1, n do s = s + i end
+  return s
+end
+_G["g\192\175"] = function() return t["w\255rk"](200) end
+local odd
+local function even(n) if n == 0 then return true end return (odd(n - 1)) end
+function odd(n) if n == 0 then return false end return (even(n - 1)) end
+local co = coroutine.wrap(function()
+  for i = 1, 20 do coroutine.yield(t["w\255rk"](i)) end
+end)
+for i = 1, 20 do
+  for _, f in ipairs(chunks) do f() end
+  _G["g\192\175"]()
+  even(i)
+  co()
+end
+]==]
+
+--- A program of `n` functions (n >= 3) in one file: f1 calls f2 and f3, fi calls f(2i) and
+--- f(2i+1), a binary tree of calls; each does a little work of its own, and every seventh
+--- calls string.rep.  The main chunk calls f1 twice.
+function X.many_functions_program(n)
+  local out = { "local M = {}" }
+  for i = 1, n do
+    local calls = {}
+    if 2 * i <= n then calls[#calls + 1] = ("M.f%d(d + 1)"):format(2 * i) end
+    if 2 * i + 1 <= n then calls[#calls + 1] = ("M.f%d(d + 1)"):format(2 * i + 1) end
+    if i % 7 == 0 then calls[#calls + 1] = "string.rep('x', d)" end
+    out[#out + 1] = ("function M.f%d(d) local s = 0 for j = 1, %d do s = s + j end %s return s end")
+      :format(i, i % 13 + 1, table.concat(calls, " "))
+  end
+  out[#out + 1] = "for _ = 1, 2 do M.f1(0) end"
+  return table.concat(out, "\n") .. "\n"
+end
+
+--- Runs Lua program `source` under cprof.auto (this spec's interpreter and build) and returns
+--- the name of the dump it writes, in the folder `dir`.
+function X.program_dump(source, dir, name)
+  local dump = dir .. "/" .. name .. ".prof"
+  local _, err, status = S.run_lua(source, "-l cprof.auto",
+    S.child_env("CPROF_QUIET=1 CPROF_OUT=" .. S.q(dump)))
+  assert(status == 0, err)
+  return dump
 end
 
 --- cprof's own numbers for `source` (anything cprof.stats reads): { [full name] = { ncalls,

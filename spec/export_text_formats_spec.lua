@@ -37,10 +37,17 @@ describe("folded export", function()
       "" }, "\n"), X.export("folded", X.changed(), { base = X.sample() }))
   end)
 
-  it("keeps ';' and line breaks out of frame names", function()
+  it("keeps ';', line breaks and other control characters out of frame names", function()
     local d = X.sample()
-    d.frames.name[2] = "w;o\nrk"
-    assert.matches("\nmain.lua:1%(main%);main.lua:5%(w o rk%) 20000000\n", X.export("folded", d))
+    d.frames.name[2] = "w;o\nr\27k"
+    assert.matches("\nmain.lua:1%(main%);main.lua:5%(w o r k%) 20000000\n", X.export("folded", d))
+  end)
+
+  it("writes names that are not UTF-8 with U+FFFD", function()
+    local d = X.sample()
+    d.frames.name[2], d.frames.file[3] = "w\255rk", "\237lo"
+    assert.matches("\nmain.lua:1%(main%);main.lua:5%(w\239\191\189rk%);\239\191\189lo:10%(fib%) 60000000\n",
+      X.export("folded", d))
   end)
 end)
 
@@ -68,6 +75,42 @@ describe("speedscope export", function()
     assert.same({ 1, 4 }, co.weights)
     doc = cjson.decode((X.export("speedscope", X.sample(true), { weight = "alloc" })))
     assert.same({ "bytes", 16000 }, { doc.profiles[1].unit, doc.profiles[1].endValue })
+  end)
+end)
+
+-- A profile whose function names and chunk names are not UTF-8.
+local function not_utf8()
+  local d = X.sample()
+  d.frames.name[2], d.frames.file[3], d.meta.command = "w\255rk", "\237lo", "lua \233.lua"
+  return d
+end
+
+describe("names that are not UTF-8", function()
+  it("are U+FFFD in speedscope's JSON", function()
+    local text = X.export("speedscope", not_utf8())
+    local doc = cjson.decode(text)
+    assert.same({ "w\239\191\189rk", "main.lua" }, { doc.shared.frames[2].name, doc.shared.frames[2].file })
+    assert.equal("\239\191\189lo", doc.shared.frames[3].file)
+    assert.equal("lua \239\191\189.lua", doc.name)
+    assert.is_nil(text:find("\255", 1, true))
+  end)
+
+  it("are U+FFFD in Chrome's JSON", function()
+    local text = X.export("chrome", not_utf8())
+    assert.truthy(text:find('"name":"w\239\191\189rk"', 1, true))
+    assert.truthy(text:find('"name":"cprof: aggregated call tree (not a trace): lua \239\191\189.lua"', 1, true))
+    assert.is_nil(text:find("[\233\237\255]"))
+  end)
+
+  it("are U+FFFD in callgrind's names, and a line break a space", function()
+    local d = not_utf8()
+    d.frames.name[1] = "ma\nin"
+    local text = X.export("callgrind", d)
+    -- the names, each where it is first written (cfn=, cfl= of a call)
+    assert.truthy(text:find("fn=(2) w\239\191\189rk\n", 1, true))
+    assert.truthy(text:find("fl=(2) \239\191\189lo\n", 1, true))
+    assert.truthy(text:find("\nfn=(1) ma in\n", 1, true))
+    assert.truthy(text:find("\ncmd: lua \239\191\189.lua\n", 1, true))
   end)
 end)
 
@@ -102,8 +145,20 @@ describe("chrome export", function()
       { "fib", 0, 60000, 1 },
       { "string.rep", 60000, 10000, 1 },
     }, got)
-    assert.same({ file = "main.lua", line = 10 }, x[3].args)
-    assert.is_nil(x[4].args)
+    -- no args: speedscope would show them after the function's name
+    for _, e in ipairs(x) do assert.is_nil(e.args) end
+  end)
+
+  it("writes times as multiples of 1/1024 microsecond, so that a sibling starts where the one before ends", function()
+    local d = X.sample()
+    d.nodes.tottime[3] = 0.06 + 1e-7 / 3  -- fib: 60,000,033 ns
+    local text = X.export("chrome", d)
+    -- fib lasts 60,000,033 ns: 61,440,034 1024ths of a microsecond (rounded); string.rep
+    -- starts where fib ends
+    assert.truthy(text:find('"name":"fib","cat":"Lua","ph":"X","pid":1,"tid":1,"ts":0,"dur":60000.033203125}', 1, true))
+    assert.truthy(text:find('"name":"string.rep","cat":"C","ph":"X","pid":1,"tid":1,"ts":60000.033203125,"dur":10000}', 1, true))
+    local x = events(cjson.decode(text), "X")
+    assert.equal(x[4].ts, x[3].ts + x[3].dur)
   end)
 
   it("puts each coroutine on its own thread, next to the resume that runs it", function()
@@ -113,6 +168,19 @@ describe("chrome export", function()
     local x = events(doc, "X")
     assert.same({ "gen", 2, 0, 4000 }, { x[3].name, x[3].tid, x[3].ts, x[3].dur })
     assert.same({ "coroutine.resume", 1, 0, 5000 }, { x[2].name, x[2].tid, x[2].ts, x[2].dur })
+  end)
+
+  it("writes a trace's events of one time one 1/1024 microsecond apart, in their order", function()
+    -- main calls work, which returns at once: four events the clock (or the bias) put at one
+    -- time; speedscope, which sorts by time, would take the return of work before its call
+    local d = X.sample()
+    d.trace = { n = 4, event = { 0, 0, 1, 1 }, thread = { 1, 1, 1, 1 }, node = { 1, 2, 2, 1 },
+                time = { 0.5, 0.5, 0.5, 0.5 } }
+    local got = {}
+    for _, e in ipairs(cjson.decode((X.export("chrome", d))).traceEvents) do
+      if e.ph ~= "M" then got[#got + 1] = { e.ph, e.name, (e.ts - 500000) * 1024 } end
+    end
+    assert.same({ { "B", "main", 0 }, { "B", "work", 1 }, { "E", "work", 2 }, { "E", "main", 3 } }, got)
   end)
 
   it("takes time only", function()

@@ -3,28 +3,36 @@
 -- serves every check here.
 local S = require "spec.support"
 local X = require "spec.export_support"
+local checks = require "spec.export_checks"
 local export = require "cprof.export"
 
-local SCHEMA_CHECK = [[
-const path = require('path'), fs = require('fs');
-const Ajv = require(path.join(process.argv[2], 'node_modules', 'ajv'));
-const schema = JSON.parse(fs.readFileSync(path.join(process.argv[2],
-  'node_modules', 'speedscope', 'dist', 'release', 'file-format-schema.json'), 'utf8'));
-const validate = new Ajv({ allErrors: true, strict: false }).compile(schema);
-for (const f of process.argv.slice(3)) {
-  const ok = validate(JSON.parse(fs.readFileSync(f, 'utf8')));
-  console.log(ok ? 'valid' : 'invalid ' + JSON.stringify(validate.errors));
-}
-]]
-
--- Sandwich rows by name (without the args speedscope appends to names from Chrome traces):
--- { total = seconds, self = seconds }.
+-- Sandwich rows by name: { total = seconds, self = seconds }.  Names are as cprof wrote them:
+-- speedscope appends the args of Chrome events to their names, and cprof's events have none.
 local function by_name(profile)
   local out = {}
   for _, r in ipairs(profile.rows) do
-    out[(r.name:gsub(" {.*}$", ""))] = { total = X.seconds(r.total), self = X.seconds(r.self) }
+    out[r.name] = { total = X.seconds(r.total), self = X.seconds(r.self) }
   end
   return out
+end
+
+-- speedscope's numbers of a Chrome trace equal those of its own events, and its importer
+-- warned of nothing (an event out of its nest makes it warn).
+local function same_as_events(result, file)
+  assert.same({}, checks.warnings(result))
+  local shown = checks.speedscope_times(result)
+  local bad = checks.problems()
+  local own = checks.trace_times(require("cjson").decode(S.read_file(file)), bad)
+  assert.is_nil(bad.text())
+  local n = 0
+  for name, w in pairs(own) do
+    n = n + 1
+    local got = shown[name]
+    assert.is_table(got, name)
+    assert.is_true(math.abs(got.self - w.self) <= 1e-9 * w.self + 1e-12, name)
+    assert.is_true(math.abs(got.total - w.total) <= 1e-9 * w.total + 1e-12, name)
+  end
+  return n
 end
 
 local function close(a, b)
@@ -43,6 +51,7 @@ describe("exports in speedscope", function()
     live = dir .. "/live.speedscope.json", folded = dir .. "/sample.folded",
     chrome = dir .. "/sample.trace.json", chrome_co = dir .. "/co.trace.json",
     calls = dir .. "/calls.speedscope.json", trace = dir .. "/fib.trace.json",
+    siblings = dir .. "/siblings.trace.json", ring = dir .. "/ring.trace.json",
   }
   local dump = X.live_dump(dir .. "/live.prof")
   export.export("speedscope", X.sample(), files.sample)
@@ -57,6 +66,16 @@ describe("exports in speedscope", function()
   local traced = require("cprof").Profile({ timer = "counter", trace = true })
   traced:runcall(dofile(S.ROOT .. "/examples/fib.lua"), 6)
   export.export("chrome", traced, files.trace)
+  export.export("chrome", X.siblings(), files.siblings)
+  -- a trace whose ring kept only the newest events: it starts with a return, of the third of
+  -- three frames whose calls were overwritten
+  local function leaf() return 1 end
+  local function inner() for _ = 1, 5 do leaf() end end
+  local function outer() inner() return (leaf()) end
+  local ring = require("cprof").Profile({ timer = "counter", trace = true, trace_size = 13 })
+  ring:runcall(outer)
+  local ring_data = ring:snapshot()
+  export.export("chrome", ring_data, files.ring)
   local results
   lazy_setup(function()
     results = X.browser({
@@ -67,18 +86,16 @@ describe("exports in speedscope", function()
       { kind = "speedscope", file = files.chrome },
       { kind = "speedscope", file = files.chrome_co, profiles = 2 },
       { kind = "speedscope", file = files.calls },
-      { kind = "speedscope", file = files.trace },
+      { kind = "speedscope", file = files.trace, save = true },
+      { kind = "speedscope", file = files.siblings, save = true },
+      { kind = "speedscope", file = files.ring, save = true },
     })
   end)
   lazy_teardown(function() S.remove_dir(dir) end)
 
   it("are valid against speedscope's file-format schema", function()
-    local script = dir .. "/schema.js"
-    S.write_file(script, SCHEMA_CHECK)
-    local out, err, status = X.run("node " .. S.q(script) .. " " .. S.q(S.absolute(X.READERS)) .. " "
-      .. S.q(files.sample) .. " " .. S.q(files.co) .. " " .. S.q(files.live) .. " " .. S.q(files.calls))
-    assert.equal(0, status, err)
-    assert.equal("valid\nvalid\nvalid\nvalid\n", out)
+    assert.same({ "valid", "valid", "valid", "valid" },
+      checks.schema({ files.sample, files.co, files.live, files.calls }))
   end)
 
   it("show the SPEC's sample with its numbers, from speedscope JSON", function()
@@ -90,6 +107,7 @@ describe("exports in speedscope", function()
     assert.same({ total = 0.09, self = 0.02 }, rows.work)
     assert.same({ total = 0.1, self = 0.01 }, rows.main)
     assert.same({ total = 0.01, self = 0.01 }, rows["string.rep"])
+    assert.is_nil(results[7].error)
     local calls = results[7].profiles[1].rows
     local fib
     for _, row in ipairs(calls) do if row.name == "fib" then fib = row end end
@@ -165,30 +183,43 @@ describe("exports in speedscope", function()
     local r = results[8]
     assert.is_nil(r.error)
     assert.matches("Importing as Trace Event Format profile", table.concat(r.log, "\n"))
-    -- fib's time on the stack (total) and on top of it (self), from the events themselves
-    local doc = require("cjson").decode(S.read_file(files.trace))
-    local stack, total, self, last, pairs_of = {}, 0, 0, nil, 0
-    for _, e in ipairs(doc.traceEvents) do
-      if e.ph == "B" or e.ph == "E" then
-        if last and #stack > 0 then
-          local dt, on = e.ts - last, false
-          for _, name in ipairs(stack) do on = on or name == "fib" end
-          if on then total = total + dt end
-          if stack[#stack] == "fib" then self = self + dt end
-        end
-        last = e.ts
-        if e.ph == "B" then
-          stack[#stack + 1] = e.name
-          if e.name == "fib" then pairs_of = pairs_of + 1 end
-        else
-          stack[#stack] = nil
-        end
-      end
+    -- fib's time on the stack (total) and on top of it (self) as the events themselves say
+    assert.equal(1, same_as_events(r, files.trace))
+    local pairs_of = 0
+    for _, e in ipairs(require("cjson").decode(S.read_file(files.trace)).traceEvents) do
+      if e.ph == "B" and e.name == "fib" then pairs_of = pairs_of + 1 end
     end
     assert.equal(25, pairs_of) -- fib(6): 2 * fib(7) - 1 calls
-    local row = by_name(r.profiles[1]).fib
-    assert.is_true(total > 0 and self > 0)
-    assert.is_true(close(row.total, total / 1e6), row.total .. " vs " .. total / 1e6)
-    assert.is_true(close(row.self, self / 1e6), row.self .. " vs " .. self / 1e6)
+    local row, own = by_name(r.profiles[1]).fib, checks.speedscope_times(r).fib
+    assert.is_true(own.total > 0 and own.self > 0)
+    assert.is_true(close(row.total, own.total) and close(row.self, own.self))
+  end)
+
+  it("nest a call tree of many siblings whose times are not whole microseconds", function()
+    -- ts and dur in binary fractions of a microsecond: each sibling starts exactly where the
+    -- one before it ends, where three decimals made it start a little before, in doubles
+    local r = results[9]
+    assert.is_nil(r.error)
+    assert.same({}, checks.warnings(r))
+    local shown = checks.speedscope_times(r)
+    local d = X.siblings()
+    for f = 1, d.frames.n do
+      local name = d.frames.name[f]
+      assert.is_true(math.abs(shown[name].self - d.frames.tottime[f]) <= 2e-9, name)
+      assert.is_true(math.abs(shown[name].total - d.frames.cumtime[f]) <= 2e-9 * d.nodes.n, name)
+    end
+  end)
+
+  it("open the frames a trace's ring lost before its first event, a return", function()
+    assert.equal(1, ring_data.trace.event[1])
+    local r = results[10]
+    assert.is_nil(r.error)
+    assert.equal(3, same_as_events(r, files.ring))
+  end)
+
+  it("name Chrome events by their function, with nothing appended", function()
+    local rows = by_name(results[5].profiles[1])
+    assert.same({ total = 0.06, self = 0.06 }, rows.fib)
+    assert.same({ total = 0.01, self = 0.01 }, rows["string.rep"])
   end)
 end)

@@ -187,16 +187,17 @@ describe("the --json document", function()
                       ncalls = 2, pcalls = 2, tottime = 0.01, cumtime = 0.01 }, work.callees[2])
   end)
 
-  it("writes strings as JSON strings: '/' as it is, bytes that are not UTF-8 as characters", function()
+  it("writes strings as JSON strings: '/' as it is, bytes that are not UTF-8 as U+FFFD", function()
     local st = stats.new({ entries = {
       { file = "/src/caf\233.lua", line = 1, name = 'say"hi"\n\\', what = "Lua", ncalls = 1 },
       { file = "/src/h\195\169.lua", line = 2, name = "ok\127\1", what = "Lua", ncalls = 1 },
     } })
     local out = json.stats_json(st, {})
-    assert.truthy(out:find('{"file":"/src/caf\195\169.lua","line":1,"name":"say\\"hi\\"\\n\\\\",', 1, true))
+    -- the rule of every file cprof writes (cprof.sanitize), not a guess at Latin-1
+    assert.truthy(out:find('{"file":"/src/caf\239\191\189.lua","line":1,"name":"say\\"hi\\"\\n\\\\",', 1, true))
     assert.truthy(out:find('{"file":"/src/h\195\169.lua","line":2,"name":"ok\\u007f\\u0001",', 1, true))
     local doc = decode(out)
-    assert.are.equal("/src/caf\195\169.lua", doc.rows[1].file)
+    assert.are.equal("/src/caf\239\191\189.lua", doc.rows[1].file)
     assert.are.equal('say"hi"\n\\', doc.rows[1].name)
     assert.are.equal("/src/h\195\169.lua", doc.rows[2].file)
     assert.are.equal("ok\127\1", doc.rows[2].name)

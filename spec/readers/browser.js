@@ -4,9 +4,13 @@
 //
 // READERS_DIR holds node_modules/ with playwright-core and speedscope (make export-readers).
 // Each job in JOBS.json (a list) is one of
-//   { "kind": "speedscope", "file": F, "profiles": N }
-//       F opened in speedscope's own viewer (its importer, as `speedscope F` opens it); for
-//       each of its first N profiles, the Sandwich view's rows (total, self, name) as shown
+//   { "kind": "speedscope", "file": F, "profiles": N, "save": true }
+//       F opened in speedscope's own viewer (its importer, as its Browse button opens it); for
+//       each of its first N profiles, the Sandwich view's rows (total, self, name) as shown;
+//       with "save", also what speedscope's own Export (Ctrl+S) writes of what it imported,
+//       summed up for each profile: { name, unit, total, frames: { NAME: { self, total } } }
+//       (a frame's total counts the time it is on the stack once, however deep), which
+//       covers every function where the Sandwich view shows a screenful
 //   { "kind": "svg", "file": F, "click": NAME, "search": TERM, "hover": NAME,
 //     "queries": [TERM...], "top": true }
 //       F opened in Chromium: where the window is as it opens (its scroll position, the root
@@ -43,18 +47,58 @@ async function sandwich(page) {
   return { title, rows };
 }
 
+// Self and total time of each frame name in each profile of speedscope's export (evented
+// profiles: open and close events of frame indices at values).
+function summary(doc) {
+  const names = doc.shared.frames.map(f => f.name);
+  return doc.profiles.map(p => {
+    const frames = {}, stack = [], depth = new Map(), since = new Map();
+    const row = name => frames[name] || (frames[name] = { self: 0, total: 0 });
+    let last = p.startValue;
+    for (const e of p.events) {
+      if (stack.length > 0) row(names[stack[stack.length - 1]]).self += e.at - last;
+      last = e.at;
+      const n = depth.get(e.frame) || 0;
+      if (e.type === 'O') {
+        stack.push(e.frame);
+        if (n === 0) since.set(e.frame, e.at);
+        depth.set(e.frame, n + 1);
+      } else {
+        stack.pop();
+        depth.set(e.frame, n - 1);
+        if (n === 1) row(names[e.frame]).total += e.at - since.get(e.frame);
+      }
+    }
+    return { name: p.name, unit: p.unit, total: p.endValue - p.startValue, frames };
+  });
+}
+
 async function speedscopeJob(browser, job) {
   const page = await browser.newPage({ viewport: { width: 1400, height: 1200 } });
+  // speedscope's Export hands its file to URL.createObjectURL: keep it
+  await page.addInitScript(() => {
+    const make = URL.createObjectURL;
+    URL.createObjectURL = blob => { window.cprofSaved = blob; return make.call(URL, blob); };
+  });
   const log = [];
-  page.on('console', m => log.push(m.text()));
+  // speedscope logs "import: N ms" once it has imported the file (a canvas is there before)
+  let imported;
+  const importDone = new Promise(resolve => { imported = resolve; });
+  page.on('console', m => {
+    log.push(m.text());
+    if (/^import: /.test(m.text())) imported();
+  });
   page.on('dialog', d => { log.push('dialog: ' + d.message()); d.dismiss(); });
-  const js = path.join(os.tmpdir(), 'cprof-speedscope-' + process.pid + '.js');
-  const data = fs.readFileSync(job.file).toString('base64');
-  fs.writeFileSync(js, 'speedscope.loadFileFromBase64(' + JSON.stringify(path.basename(job.file)) +
-    ', ' + JSON.stringify(data) + ')');
-  await page.goto('file://' + speedscope + '#localProfilePath=' + js);
-  await page.waitForFunction(() => /Total\tSelf|Import a profile|Something went wrong/.test(
-    document.body.innerText) || document.querySelector('canvas'), null, { timeout: 20000 });
+  // 20 s, and 1 s more per MB: a trace of a million events is 80 MB
+  const timeout = 20000 + Math.ceil(fs.statSync(job.file).size / 1000);
+  // the file given to the input of speedscope's Browse button
+  await page.goto('file://' + speedscope, { timeout });
+  await page.setInputFiles('#file', job.file, { timeout });
+  // its error page, or the end of the wait, settles this one (never left to reject unhandled)
+  const failed = page.waitForFunction(() => /Something went wrong/.test(document.body.innerText),
+    null, { timeout }).then(() => null, e => e);
+  const error = await Promise.race([importDone, failed]);
+  if (error) throw error;
   await page.waitForTimeout(300);
   await page.keyboard.press('3');            // the Sandwich view
   const profiles = [];
@@ -63,9 +107,14 @@ async function speedscopeJob(browser, job) {
     await page.waitForTimeout(300);
     profiles.push(await sandwich(page));
   }
-  fs.unlinkSync(js);
+  let saved;
+  if (job.save) {
+    await page.keyboard.press('Control+s');
+    await page.waitForFunction(() => window.cprofSaved !== undefined, null, { timeout });
+    saved = summary(JSON.parse(await page.evaluate(() => window.cprofSaved.text())));
+  }
   await page.close();
-  return { profiles, log: log.filter(s => !/WebGL|GL Driver/.test(s)) };
+  return { profiles, saved, log: log.filter(s => !/WebGL|GL Driver|^Saving /.test(s)) };
 }
 
 // The visible frames: name, x, width, fill.

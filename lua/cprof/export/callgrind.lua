@@ -12,7 +12,8 @@
 -- Costs are whole numbers: nanoseconds, bytes, allocations (memory events only for profiles
 -- with memory, the chosen weight first: viewers show the first event).  Functions are named
 -- by their short names (cprof.export.model: the name, with its line where two functions share
--- it), files by chunk name ("???" for an empty one), C functions in "[C]".
+-- it), files by chunk name ("???" for an empty one), C functions in "[C]"; in names, bytes
+-- that are not UTF-8 are U+FFFD (cprof.sanitize) and line breaks spaces.
 --
 -- Recursion (shared/reference/pstats/SPEC.md §7a): callgrind_annotate --inclusive=yes makes a
 -- function's inclusive cost its self cost plus the costs of the calls it makes.  An edge's
@@ -36,8 +37,14 @@ M.WEIGHTS = { time = true, alloc = true, allocs = true, live = true }
 M.WEIGHTS_TEXT = "callgrind's events are time and, on memory profiles, alloc, allocs and live;"
   .. " call counts are in its calls= lines"
 
-local sformat, concat = string.format, table.concat
+local sformat, concat, sgsub = string.format, table.concat, string.gsub
 local tostring, ipairs = tostring, ipairs
+local to_utf8 = require("cprof.sanitize").utf8
+
+-- A name as a line of the file holds it: valid UTF-8 (cprof.sanitize), line breaks as spaces.
+local function one_line(s)
+  return (sgsub(to_utf8(tostring(s)), "[\r\n]", " "))
+end
 
 local EVENTS = { time = "Time_ns", alloc = "Alloc_bytes", allocs = "Allocs", live = "Live_bytes" }
 
@@ -128,7 +135,7 @@ function M.write(m, sink, opts, weight)
     for f = 1, F.n do t = t + fself[i][f] end
     totals[i] = sformat("%d", t)
   end
-  local command = string.gsub(tostring(m.meta.command or ""), "[\r\n]", " ")
+  local command = one_line(m.meta.command or "")
   w.put("# callgrind format\nversion: 1\ncreator: cprof\n")
   if command ~= "" then w.put("cmd: " .. command .. "\n") end
   w.put("positions: line\nevents: " .. concat(names, " ") .. "\nsummary: " .. concat(totals, " ")
@@ -145,13 +152,13 @@ function M.write(m, sink, opts, weight)
     if id then return sformat("(%d)", id) end
     nfiles = nfiles + 1
     file_ids[file] = nfiles
-    return sformat("(%d) %s", nfiles, (string.gsub(file, "[\r\n]", " ")))
+    return sformat("(%d) %s", nfiles, one_line(file))
   end
   local function fn_of(f)
     local id = fn_ids[f]
     if id then return sformat("(%d)", id) end
     fn_ids[f] = f
-    return sformat("(%d) %s", f, (string.gsub(m:name(f), "[\r\n]", " ")))
+    return sformat("(%d) %s", f, one_line(m:name(f)))
   end
   local function line_of(f)
     return F.kind[f] == "C" and 0 or F.line[f]

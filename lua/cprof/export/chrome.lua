@@ -6,8 +6,10 @@
 -- happened (less the calibrated bias of the events before them, as the reports' times: cprof.bias),
 -- one track (tid) per coroutine (tid 1 the main thread).  The trace keeps the newest
 -- events (Profile's trace_size): a frame whose call was overwritten but whose return is there
--- gets its "B" at the start of its track's first event, and a frame still open when the
--- profile was written gets its "E" at the last event's time, so every B has its E.
+-- gets its "B" at the time of its track's first event, ahead of it (that event then comes
+-- one step later, as below: whatever it is, a return included, it finds its frame open), and
+-- a frame still open when the profile was written gets its "E" at the last event's time, so
+-- every B has its E.
 -- meta.trace_dropped says how many events were overwritten (otherData.trace_dropped).
 --
 -- Without a trace, cprof keeps totals per call path, not the order of calls: the call tree is
@@ -19,9 +21,15 @@
 -- tid and a thread_name; a coroutine's body starts where the coroutine.resume that runs it
 -- starts.
 --
--- ts and dur are microseconds; args hold the function's file and line only, so that viewers
--- that tell functions apart by name and args (speedscope) see one function where cprof sees
--- one; a "B" and its "E" carry the same name and args, which speedscope needs to match them.
+-- ts and dur are microseconds, written as multiples of 1/1024 µs (about a nanosecond): such
+-- numbers are exact in binary, so a reader's ts + dur is exactly the next sibling's ts and
+-- nothing seems to overlap (three decimals of µs are not: 0.1 + 0.2 is more than 0.3 in
+-- doubles, and speedscope then ends a frame inside its sibling).  In a trace, events of one
+-- thread that would fall on the same multiple are written one multiple apart, in their order:
+-- readers that sort events by time (speedscope) keep their nesting.  An event's name is the
+-- function's short name (cprof.export.model's m:name: its name, with its line and file only
+-- where two functions share it), with no args: speedscope adds the args to the name it shows,
+-- and matches a "B" with its "E" by name.
 
 local _ENV = require("cprof.env")()
 
@@ -35,29 +43,41 @@ M.WEIGHTS = { time = true }
 M.WEIGHTS_TEXT = "a trace is a time line"
 
 local sformat, tostring, tonumber, ipairs, type = string.format, tostring, tonumber, ipairs, type
+local floor, sgsub = math.floor, string.gsub
 local encode = cjson.encode
 local fail = require("cprof.export.model").fail
+local to_utf8 = require("cprof.sanitize").utf8
 
 local LAYOUT = "aggregated call tree on a synthetic time line, not a trace: each event is one"
   .. " call path, as long as all its calls together; children follow one another from their"
   .. " parent's start, largest first, and the parent's own time fills the rest"
 
--- The events' common part per frame: '{"name":...,"cat":...,"ph":"<ph>","pid":1' and its args
--- (an empty string for C functions).
+-- The events' common part per frame: '{"name":...,"cat":...,"ph":"<ph>","pid":1'.
 local function heads(m, ph)
   local F, head = m.F, {}
   for f = 1, F.n do
     local kind = F.kind[f]
-    local args = kind == "C" and "" or
-      (',"args":{"file":' .. encode(tostring(F.file[f])) .. sformat(',"line":%d}', F.line[f]))
     head[f] = '{"name":' .. encode(m:name(f)) .. ',"cat":"' .. (kind == "C" and "C" or
-      kind == "main" and "main" or "Lua") .. '","ph":"' .. ph .. '","pid":1' .. args
+      kind == "main" and "main" or "Lua") .. '","ph":"' .. ph .. '","pid":1'
   end
   return head
 end
 
+-- Time in multiples of 1/1024 µs (see the top of this file) as the text of a number of µs:
+-- exact, since %.10f prints a multiple of 2^-10 below 2^53 with every digit it has.
+local function micros(q)
+  local s = sformat("%.10f", q / 1024)
+  return (sgsub(sgsub(s, "0+$", ""), "%.$", ""))
+end
+
+-- Whole nanoseconds in multiples of 1/1024 µs: round(x * 1.024), in steps that keep it exact
+-- below 2^53; two different times stay different.
+local function ns_ticks(x)
+  return floor(x / 125) * 128 + floor(((x % 125) * 128 + 62) / 125)
+end
+
 local function command_of(m)
-  return tostring(m.meta.command or "")
+  return to_utf8(tostring(m.meta.command or ""))
 end
 
 local function process_name(w, what, command)
@@ -140,8 +160,13 @@ local function write_trace(m, sink, keep)
   table.sort(tids)
   local B, E = heads(m, "B"), heads(m, "E")
   local w = export.buffer(sink)
+  -- the last time written in each thread, in 1/1024 µs: the next one is at least one later
+  local at = {}
   local function put(head, x, th, t)
-    w.put("," .. head[frame[keep[x]]] .. sformat(',"tid":%d,"ts":%.3f}', th, t * 1e6))
+    local q = floor(t * 1.024e9 + 0.5)
+    if at[th] and q <= at[th] then q = at[th] + 1 end
+    at[th] = q
+    w.put("," .. head[frame[keep[x]]] .. sformat(',"tid":%d,"ts":', th) .. micros(q) .. "}")
   end
   process_name(w, "cprof: trace", command_of(m))
   for _, th in ipairs(tids) do
@@ -206,8 +231,9 @@ function M.write(m, sink, opts)
   for k = 1, m.n do
     if incl[k] > 0 then
       events = events + 1
-      w.put("," .. head[frame[k]] .. sformat(',"tid":%d,"ts":%.3f,"dur":%.3f}', thread[k],
-        start[k] / 1000, incl[k] / 1000))
+      local q = ns_ticks(start[k])
+      w.put("," .. head[frame[k]] .. sformat(',"tid":%d,"ts":', thread[k]) .. micros(q)
+        .. ',"dur":' .. micros(ns_ticks(start[k] + incl[k]) - q) .. "}")
     end
   end
   w.put('],"displayTimeUnit":"ms","otherData":{"exporter":"cprof","cprof":' .. encode(LAYOUT)

@@ -4,7 +4,8 @@
 --   main.lua:0(<main chunk>);main.lua:5(work);main.lua:10(fib) 60000000
 --
 -- One line per call path with a nonzero self value: the full names of its functions from the
--- root down, joined by ";" (a ";" or a line break inside a name becomes a space), one space,
+-- root down, joined by ";" (a ";", a line break or another control character inside a name
+-- becomes a space, and bytes that are not UTF-8 U+FFFD: cprof.sanitize), one space,
 -- and the value as a whole number: nanoseconds for time, else calls, bytes or allocations.
 -- With a base profile (opts.base) each line has two numbers, base then this profile, as
 -- difffolded.pl writes them for flamegraph.pl's differential graphs; paths found in one
@@ -20,11 +21,13 @@ M.restricts = true
 M.diff = true
 
 local concat, sgsub = table.concat, string.gsub
+local to_utf8 = require("cprof.sanitize").utf8
 
--- The frame names as they can appear in a stack.
+-- The frame names as they can appear in a stack: ";" separates frames, a line ends a stack,
+-- and flamegraph.pl copies names into XML, where control characters are not allowed.
 local function names(m)
   local out = {}
-  for f = 1, m.F.n do out[f] = (sgsub(m:label(f), "[;\r\n]", " ")) end
+  for f = 1, m.F.n do out[f] = (sgsub(to_utf8(m:label(f)), "[;%z\1-\31\127]", " ")) end
   return out
 end
 

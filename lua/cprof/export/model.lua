@@ -24,6 +24,7 @@ local _ENV = require("cprof.env")()
 local M = {}
 
 local funckey = require("cprof.funckey")
+local to_utf8 = require("cprof.sanitize").utf8
 local restrictions = require("cprof.restrictions")
 local data_mod = require("cprof.profdata")
 
@@ -156,20 +157,23 @@ local function basename(file)
   return (string.match(tostring(file), "([^/]*)$"))
 end
 
+-- The names are made of what is written out (cprof.sanitize): two names that differ only in
+-- bytes that are not UTF-8 are the same name there, and are told apart like any other two.
 local function names(self)
   local out, F = {}, self.F
-  local count, pending = {}, {}
+  local count, pending, short = {}, {}, {}
   for i = 1, F.n do
-    local c = tostring(F.name[i])
+    local c = to_utf8(tostring(F.name[i]))
+    short[i] = c
     count[c] = (count[c] or 0) + 1
   end
   for i = 1, F.n do
-    local c = tostring(F.name[i])
+    local c = short[i]
     if count[c] == 1 or F.kind[i] == "C" then out[i] = c else pending[#pending + 1] = i end
   end
-  local with_line = function(i) return sformat("%s:%s", tostring(F.name[i]), tostring(F.line[i])) end
+  local with_line = function(i) return sformat("%s:%s", short[i], tostring(F.line[i])) end
   local with_file = function(i)
-    return sformat("%s %s:%s", tostring(F.name[i]), basename(F.file[i]), tostring(F.line[i]))
+    return sformat("%s %s:%s", short[i], to_utf8(basename(F.file[i])), tostring(F.line[i]))
   end
   for _, candidate in ipairs({ with_line, with_file }) do
     local cand, still = {}, {}
@@ -183,13 +187,15 @@ local function names(self)
     end
     pending = still
   end
-  for _, i in ipairs(pending) do out[i] = self:label(i) end
+  for _, i in ipairs(pending) do out[i] = to_utf8(self:label(i)) end
   return out
 end
 
 --- A short name of frame f that no other frame has: the function's name, with ":line" (and
 --- then the file's base name) added only where two frames would otherwise share it.  Viewers
 --- that show one name per function (callgrind_annotate, pprof -top) then keep them apart.
+--- It is valid UTF-8 (cprof.sanitize.utf8), as every export writes names; only two frames
+--- with the same full name (two chunks with the same chunk name) share it.
 function Model:name(f)
   return cached(self, "names", names)[f]
 end

@@ -22,7 +22,8 @@ M.binary = true
 M.restricts = true
 
 local varint, gzip = binary.varint, binary.gzip
-local floor, tostring, tonumber, ipairs = math.floor, tostring, tonumber, ipairs
+local floor, tostring, tonumber, ipairs, sgsub = math.floor, tostring, tonumber, ipairs, string.gsub
+local to_utf8 = require("cprof.sanitize").utf8
 
 -- Protobuf fields: a key (field number, wire type), then a varint or a length and bytes.
 local function key(field, wire) return varint(field * 8 + wire) end
@@ -57,9 +58,11 @@ function M.write(m, sink, opts, weight)
   end
   local ntypes = #types
 
+  -- protobuf strings are UTF-8: bytes of a name that are not become U+FFFD (cprof.sanitize);
+  -- pprof's reports are one line per function: a line break in a name becomes a space
   local strings, nstrings, index = { "" }, 1, { [""] = 0 }
   local function str(s)
-    s = tostring(s)
+    s = sgsub(to_utf8(tostring(s)), "[\r\n]", " ")
     local i = index[s]
     if i then return i end
     nstrings = nstrings + 1
@@ -156,7 +159,11 @@ function M.write(m, sink, opts, weight)
   for i, f in ipairs(order) do
     local file = F.kind[f] == "C" and "[C]" or F.file[f]
     local line = F.kind[f] == "C" and 0 or F.line[f]
-    put(bfield(5, vfield(1, i) .. vfield(2, str(m:name(f))) .. vfield(3, str(m:label(f)))
+    -- the full name as system_name, but only where it is not the name: pprof takes a
+    -- function whose two names are one for a C++ symbol left to demangle, and cuts what looks
+    -- like its arguments and template parameters: "(<main chunk>)"
+    local name, label = str(m:name(f)), str(m:label(f))
+    put(bfield(5, vfield(1, i) .. vfield(2, name) .. (label ~= name and vfield(3, label) or "")
       .. vfield(4, str(file)) .. vfield(5, line)))
   end
   local start = tonumber(m.meta.start_time) or 0

@@ -70,29 +70,63 @@ end
 local REF_TUPLE3 = schar(sbyte("(") + 128) .. le32(3)
 local TUPLE4, TUPLE5 = "(" .. le32(4), "(" .. le32(5)
 
+-- A function's key as marshal writes it, without the tuple's header: (file, line, name), or
+-- ("~", 0, "<name>") for a C function.
+local function key_bytes(F, f)
+  if F.kind[f] == "C" then return str("~") .. int(0) .. str("<" .. tostring(F.name[f]) .. ">") end
+  return str(F.file[f]) .. count(F.line[f]) .. str(F.name[f])
+end
+
 -- Written straight from the columns (a million edges make a million small tables otherwise):
 -- functions that completed a call, in frame order, each with its callers (edges with calls
 -- between two such functions; the same pair twice is summed, as cprof.data.to_stats does).
+-- Frames with the same key are one function to pstats, which keeps one entry per key: two
+-- chunks with the same chunk name (load("local x = 1\nreturn x") and load("local x = 1\nreturn
+-- x + 1") are both [string "local x = 1..."]), or names that differ only in bytes that are
+-- not UTF-8.  Their numbers and callers are added into the first one's entry, as cprof-stats
+-- adds the rows of one key.
 function M.write(m, sink)
   local F, E = m.F, m.d.edges
-  local live = {}
+  -- canon[f]: the frame whose entry holds frame f's numbers
+  local canon, keys, first_of = {}, {}, {}
   local functions = 0
   for f = 1, F.n do
     if F.ncalls[f] ~= 0 then
-      live[f] = true
-      functions = functions + 1
+      local k = key_bytes(F, f)
+      local c = first_of[k]
+      if not c then
+        c = f
+        first_of[k], keys[f] = f, k
+        functions = functions + 1
+      end
+      canon[f] = c
     end
   end
+  first_of = nil
   if functions == 0 then
     model_mod.fail("pstats: the profile has no function that completed a call (Python's pstats"
       .. " refuses an empty stats dict)")
   end
-  -- The callers of each function, in compressed rows (edge numbers).
+  local pc, nc_f, tt_f, ct_f = {}, {}, {}, {}
+  for f = 1, F.n do
+    local c = canon[f]
+    if c == f then
+      pc[c], nc_f[c], tt_f[c], ct_f[c] = F.pcalls[f], F.ncalls[f], F.tottime[f], F.cumtime[f]
+    elseif c then
+      pc[c], nc_f[c] = pc[c] + F.pcalls[f], nc_f[c] + F.ncalls[f]
+      tt_f[c], ct_f[c] = tt_f[c] + F.tottime[f], ct_f[c] + F.cumtime[f]
+    end
+  end
+  -- The callers of each entry, in compressed rows (edge numbers).
   local first, list, fill = {}, {}, {}
   for f = 1, F.n + 1 do first[f] = 0 end
+  local function callee_of(e)
+    if E.ncalls[e] == 0 or not canon[E.caller[e]] then return nil end
+    return canon[E.callee[e]]
+  end
   for e = 1, E.n do
-    local g = E.callee[e]
-    if E.ncalls[e] ~= 0 and live[g] and live[E.caller[e]] then first[g] = first[g] + 1 end
+    local g = callee_of(e)
+    if g then first[g] = first[g] + 1 end
   end
   local pos = 1
   for f = 1, F.n + 1 do
@@ -112,8 +146,8 @@ function M.write(m, sink)
     at[E.caller[e]] = at[E.caller[e]] + 1
   end
   for _, e in ipairs(by_caller) do
-    local g = E.callee[e]
-    if E.ncalls[e] ~= 0 and live[g] and live[E.caller[e]] then
+    local g = callee_of(e)
+    if g then
       list[fill[g]] = e
       fill[g] = fill[g] + 1
     end
@@ -128,11 +162,7 @@ function M.write(m, sink)
       w.put(r)
       return
     end
-    if F.kind[f] == "C" then
-      w.put(REF_TUPLE3 .. str("~") .. int(0) .. str("<" .. tostring(F.name[f]) .. ">"))
-    else
-      w.put(REF_TUPLE3 .. str(F.file[f]) .. count(F.line[f]) .. str(F.name[f]))
-    end
+    w.put(REF_TUPLE3 .. keys[f])
     ref[f] = "r" .. le32(nrefs)
     nrefs = nrefs + 1
   end
@@ -140,13 +170,13 @@ function M.write(m, sink)
   local nc, cc, tt, ct, callers = {}, {}, {}, {}, {}
   w.put("{")
   for f = 1, F.n do
-    if live[f] then
+    if canon[f] == f then
       put_key(f)
-      w.put(TUPLE5 .. ccff(F.pcalls[f], F.ncalls[f], F.tottime[f], F.cumtime[f]) .. "{")
+      w.put(TUPLE5 .. ccff(pc[f], nc_f[f], tt_f[f], ct_f[f]) .. "{")
       local n = 0
       for i = first[f], first[f + 1] - 1 do
         local e = list[i]
-        local c = E.caller[e]
+        local c = canon[E.caller[e]]
         local j = mark[c] == f and slot[c]
         if j then
           nc[j], cc[j] = nc[j] + E.ncalls[e], cc[j] + E.pcalls[e]

@@ -6,7 +6,8 @@
 -- coroutine.wrap's functions start), its stacks starting at the body.  Each node with a value
 -- is one sample: its stack (frame indices, root first) and its self value as the weight, in
 -- nanoseconds for time ("none" for calls and allocations, "bytes" for bytes).  speedscope's
--- Left Heavy and Sandwich views then show the same totals as cprof-stats.
+-- Left Heavy and Sandwich views then show the same totals as cprof-stats.  JSON is UTF-8:
+-- bytes of a name that are not become U+FFFD (cprof.sanitize).
 
 local _ENV = require("cprof.env")()
 
@@ -19,6 +20,7 @@ M.restricts = true
 
 local concat, sformat, tostring, ipairs = table.concat, string.format, tostring, ipairs
 local encode = cjson.encode
+local to_utf8 = require("cprof.sanitize").utf8
 
 local UNITS = { time = "nanoseconds", calls = "none", alloc = "bytes", allocs = "none",
                 live = "bytes" }
@@ -52,7 +54,7 @@ function M.write(m, sink, opts, weight)
       index[f] = i
       local fr = '{"name":' .. encode(m:name(f))
       if F.kind[f] ~= "C" then
-        fr = fr .. ',"file":' .. encode(tostring(F.file[f])) .. sformat(',"line":%d', F.line[f])
+        fr = fr .. ',"file":' .. encode(to_utf8(tostring(F.file[f]))) .. sformat(',"line":%d', F.line[f])
       end
       frames[i + 1] = fr .. "}"
     end
@@ -70,7 +72,7 @@ function M.write(m, sink, opts, weight)
   end)
 
   local w = export.buffer(sink)
-  local command = tostring(m.meta.command or "")
+  local command = to_utf8(tostring(m.meta.command or ""))
   w.put('{"$schema":"https://www.speedscope.app/file-format-schema.json","version":"0.0.1",'
     .. '"exporter":"cprof","name":' .. encode(command ~= "" and command or "cprof profile")
     .. ',"activeProfileIndex":0,"shared":{"frames":[')

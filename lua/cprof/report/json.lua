@@ -20,9 +20,9 @@ local M = {}
 
 local type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable =
   type, pairs, ipairs, tostring, tonumber, setmetatable, getmetatable
-local sbyte, schar, sformat, sfind, sgsub, concat =
-  string.byte, string.char, string.format, string.find, string.gsub, table.concat
+local sformat, sgsub, concat = string.format, string.gsub, table.concat
 local floor, huge = math.floor, math.huge
+local to_utf8 = require("cprof.sanitize").utf8
 local mtype = math.type
 local cjson_encode = cjson.encode
 
@@ -48,51 +48,12 @@ for i, k in ipairs(DOCUMENT_ORDER) do RANK[k] = i end
 -- Writing JSON
 ---------------------------------------------------------------------------
 
--- The length of the valid UTF-8 sequence that starts at s[i], or nil.
-local function utf8_len(s, i, n)
-  local c = sbyte(s, i)
-  if c < 0x80 then return 1 end
-  local len, min
-  if c >= 0xC2 and c <= 0xDF then len, min = 2, 0x80
-  elseif c >= 0xE0 and c <= 0xEF then len, min = 3, 0x800
-  elseif c >= 0xF0 and c <= 0xF4 then len, min = 4, 0x10000
-  else return nil end
-  if i + len - 1 > n then return nil end
-  local cp = c % (2 ^ (7 - len))
-  for k = 1, len - 1 do
-    local b = sbyte(s, i + k)
-    if b < 0x80 or b > 0xBF then return nil end
-    cp = cp * 64 + (b - 0x80)
-  end
-  if cp < min or cp > 0x10FFFF or (cp >= 0xD800 and cp <= 0xDFFF) then return nil end
-  return len
-end
-
--- `s` with every byte that is not part of valid UTF-8 replaced by the character of the same
--- number (U+0080..U+00FF), so that the document is valid UTF-8 and Latin-1 names read back
--- right (cjson copies bytes >= 0x80 as they are).
-local function as_utf8(s)
-  if not sfind(s, "[\128-\255]") then return s end
-  local out, i, n = {}, 1, #s
-  while i <= n do
-    local len = utf8_len(s, i, n)
-    if len then
-      out[#out + 1] = string.sub(s, i, i + len - 1)
-      i = i + len
-    else
-      local c = sbyte(s, i)
-      out[#out + 1] = schar(0xC0 + floor(c / 64), 0x80 + c % 64)
-      i = i + 1
-    end
-  end
-  return concat(out)
-end
-
--- A JSON string.  cjson 2.1.0 escapes '/' as "\/", which JSON allows but does not need: a
+-- A JSON string, valid UTF-8 as every file cprof writes (cprof.sanitize: each byte that is not
+-- part of valid UTF-8 becomes U+FFFD).  cjson 2.1.0 escapes '/' as "\/", which JSON allows but does not need: a
 -- "\/" in its output is always that escape (a backslash of the text is written "\\", and every
 -- '/' is escaped), so it can be undone without looking further.
 local function encode_string(s)
-  return (sgsub(cjson_encode(as_utf8(s)), "\\/", "/"))
+  return (sgsub(cjson_encode(to_utf8(s)), "\\/", "/"))
 end
 
 local function is_integer(x)
