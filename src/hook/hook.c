@@ -159,7 +159,7 @@ static inline __attribute__((always_inline)) int fast_call(Profiler *P, Stack *s
       const LPProto *body = T ? luapriv_body(T) : NULL;
       if (body) {
         key = body;
-        src = body->source;
+        src = luapriv_source(body);
         line = -2 - body->linedefined;
       }
     }

@@ -484,6 +484,15 @@ static int is_wrap(const Profiler *P, lua_State *L, lua_CFunction cf) {
   return yes;
 }
 
+static int stripped(const void *src) {
+#if LUAPRIV_KNOWN
+  return src == LUAPRIV_NO_SOURCE;
+#else
+  (void)src;
+  return 0;
+#endif
+}
+
 uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, const void *src,
                     int line) {
   FuncTable *F = &P->fns;
@@ -497,9 +506,11 @@ uint32_t ident_fast(Profiler *P, lua_State *L, lua_Debug *ar, const void *key, c
   if (wrap && (e = ident_wrap_entry(P, L, ar)) == IDX_NONE)
     return c_entry(F, L, ar, (const void *)(uintptr_t)P->co_wrap);
   if (!wrap) lua_getinfo(L, "S", ar);
-  /* The string is kept once per distinct object: later functions of its chunk find it. */
-  int kept = fn_find_source(F, src, NULL, 0) != IDX_NONE ||
-             anchor(P, L, src, wrap ? NULL : ar->source, wrap ? 0 : compat_srclen(ar));
+  /* The string is kept once per distinct object: later functions of its chunk find it. A
+     stripped function has no such object, so its key is never cached. */
+  int kept = !stripped(src) &&
+             (fn_find_source(F, src, NULL, 0) != IDX_NONE ||
+              anchor(P, L, src, wrap ? NULL : ar->source, wrap ? 0 : compat_srclen(ar)));
   if (!wrap) e = lua_entry(F, L, ar, src, kept);
   /* An unkept string (out of memory) cannot vouch for a key: the call is resolved each time. */
   if (e != IDX_NONE && kept && fn_set_key(F, key, src, line, 0, e)) return IDX_NONE;

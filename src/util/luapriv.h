@@ -32,6 +32,7 @@
 #define CPROF_LUAPRIV_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include <lua.h>
 
@@ -134,6 +135,16 @@ typedef struct LPState {
 /* What a call event calls. */
 enum { LP_OTHER, LP_LUA, LP_C };
 
+/* The chunk name of a function loaded from a stripped dump (string.dump(f, true), as Lua's test
+   suite loads its files): such a prototype's source is NULL, which would read as a C function.
+   Never an object: it is compared, never read (hook/ident.c resolves such a function each time
+   through the public API). */
+#define LUAPRIV_NO_SOURCE ((const void *)(uintptr_t)1)
+
+static inline const void *luapriv_source(const LPProto *p) {
+  return p->source ? (const void *)p->source : LUAPRIV_NO_SOURCE;
+}
+
 /* The function of activation `ci`: a Lua function's prototype (*key), chunk name (*src, a
    TString) and line defined, or a C function (*key; *src NULL, *line -1). `skew` is 0 except
    in the layout check's self-test, which reads the line at a wrong offset on purpose. */
@@ -144,7 +155,7 @@ static inline int luapriv_callee(const void *ci, size_t skew, const void **key, 
     case LP_TAG_LCL: {
       const LPProto *p = ((const LPLClosure *)fv->value_.gc)->p;
       *key = p;
-      *src = p->source;
+      *src = luapriv_source(p);
       *line = *(const int *)(const void *)((const char *)p + offsetof(LPProto, linedefined) + skew);
       return LP_LUA;
     }
