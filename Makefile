@@ -458,12 +458,12 @@ rockspecs: build/rockspec/cprof-luajit-scm-1.rockspec
 # Installing
 
 # bin/ scripts are installed with the interpreter of this build in their #! line; they find the
-# modules installed next to them.  Last, tools/install-env.sh says whether Lua finds cprof
+# modules installed next to them.  The HTML report's page files go next to its module.  Last, tools/install-env.sh says whether Lua finds cprof
 # under PREFIX by default, or prints the lines that make it.
 install: all
 	$(INSTALL) -d '$(inst_lua)/cprof' '$(inst_lib)/cprof' '$(inst_inc)' '$(inst_bin)' \
 	  '$(inst_man)/man1' '$(inst_man)/man3' '$(inst_doc)/docs'
-	@set -e; for f in $$(find lua/cprof -name '*.lua' | sort); do \
+	@set -e; for f in $$(find lua/cprof -type f \( -name '*.lua' -o -path 'lua/cprof/export/html/*' \) | sort); do \
 	  rel=$${f#lua/}; \
 	  echo "$(INSTALL) -D -m 644 $$f '$(inst_lua)/$$rel'"; \
 	  $(INSTALL) -D -m 644 "$$f" '$(inst_lua)/'"$$rel"; \
