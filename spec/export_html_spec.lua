@@ -36,6 +36,31 @@ local function row_named(doc, name)
   for i, n in ipairs(doc.table.names) do if n == name then return i - 1 end end
 end
 
+-- The rows of row r's callers and of its callees, in the order the page lists them.
+local function callers_of(doc, r)
+  local E, out = doc.table.edges, {}
+  for j = E.first[r + 1] + 1, E.first[r + 2] do out[#out + 1] = E.caller[j] end
+  return out
+end
+
+local function callees_of(doc, r)
+  local E, out = doc.table.edges, {}
+  for i = E.out_first[r + 1] + 1, E.out_first[r + 2] do
+    local j = E.out[i]
+    for c = 0, #doc.table.rows - 1 do
+      if j >= E.first[c + 1] and j < E.first[c + 2] then out[#out + 1] = c end
+    end
+  end
+  return out
+end
+
+-- Each frame's full name: its row's, unless the document gives it.
+local function labels(doc)
+  local out = {}
+  for f, row in ipairs(doc.frames.row) do out[f] = doc.frames.label[tostring(f - 1)] or doc.table.names[row + 1] end
+  return out
+end
+
 local function cli(args)
   local env = assert(S.lua54_env(S.ROOT))
   return S.capture(env .. "lua5.4 " .. S.q(S.ROOT .. "/bin/cprof-stats") .. " " .. args)
@@ -102,14 +127,24 @@ describe("html export", function()
 
   it("holds the call tree with every weight: values that add up to cprof's totals", function()
     local doc = export(X.sample())
-    assert.same({ 0, 1, 2, 2 }, doc.tree.parent)
+    -- each node's distance to its parent: parents 0, 1, 2, 2
+    assert.same({ 1, 1, 1, 2 }, doc.tree.up)
     assert.same({ 0, 1, 2, 3 }, doc.tree.frame)
     assert.same({ "time", "calls" }, { doc.weights[1].name, doc.weights[2].name })
     assert.same({ "nanoseconds", "calls" }, { doc.weights[1].unit, doc.weights[2].unit })
     assert.same({ 10000000, 20000000, 60000000, 10000000 }, doc.tree.self.time)
     assert.same({ 1, 1, 9, 2 }, doc.tree.self.calls)
     assert.same({ "main", "work", "fib", "string.rep" }, doc.frames.short)
-    assert.same({ "main.lua:1(main)", "main.lua:5(work)", "main.lua:10(fib)", "{string.rep}" }, doc.frames.label)
+    assert.same({ "main.lua:1(main)", "main.lua:5(work)", "main.lua:10(fib)", "{string.rep}" }, labels(doc))
+    -- a frame's label is its row's name, its name its short name: neither is repeated
+    assert.same({}, doc.frames.label)
+    assert.same({}, doc.frames.fn)
+    -- two functions of one name: their short names add the line, the name stays for searches
+    local d = X.sample()
+    d.frames.name[2] = "fib"
+    local two = export(d)
+    assert.same({ "main", "fib:5", "fib:10", "string.rep" }, two.frames.short)
+    assert.same({ ["1"] = "fib", ["2"] = "fib" }, two.frames.fn)
     assert.same({ "main.lua" }, doc.files)
     assert.same({ 0, 0, 0, -1 }, doc.frames.file)
     -- memory profiles: allocated, allocations and live bytes too
@@ -128,19 +163,33 @@ describe("html export", function()
     local doc = export(X.sample())
     local report = X.report(X.sample())
     assert.equal(4, #doc.table.rows)
+    -- times in whole nanoseconds
     for i, name in ipairs(doc.table.names) do
       local r, want = doc.table.rows[i], report[name]
-      assert.same({ want.ncalls, want.pcalls, want.tottime, want.cumtime }, { r[1], r[2], r[3], r[4] })
+      assert.same({ want.ncalls, want.pcalls, math.floor(want.tottime * 1e9 + 0.5), math.floor(want.cumtime * 1e9 + 0.5) },
+        { r[1], r[2], r[3], r[4] })
     end
-    local fib = row_named(doc, "main.lua:10(fib)")
-    local work = row_named(doc, "main.lua:5(work)")
-    -- fib was called by work (3 calls, 3 primitive) and fib (6, 4), in pstats' order
-    assert.same({ { work, 3, 3, 0.03, 0.06 }, { fib, 6, 4, 0.03, 0.03 } }, doc.table.callers[fib + 1])
-    assert.same({ { fib, 6, 4, 0.03, 0.03 } }, doc.table.callees[fib + 1])
-    assert.same({}, doc.table.callers[row_named(doc, "main.lua:1(main)") + 1])
-    for f, label in ipairs(doc.frames.label) do
-      assert.equal(label, doc.table.names[doc.frames.row[f] + 1])
+    local main, work = row_named(doc, "main.lua:1(main)"), row_named(doc, "main.lua:5(work)")
+    local fib, rep = row_named(doc, "main.lua:10(fib)"), row_named(doc, "{string.rep}")
+    -- each edge once, grouped by callee: caller, callee, ncalls, pcalls, tottime, cumtime
+    local E, edges = doc.table.edges, {}
+    for r = 0, #doc.table.rows - 1 do
+      for j = E.first[r + 1] + 1, E.first[r + 2] do
+        edges[#edges + 1] = { E.caller[j], r, E.ncalls[j], E.ncalls[j] - E.recursive[j], E.tottime[j], E.cumtime[j] }
+      end
     end
+    table.sort(edges, function(a, b) return a[1] * 10 + a[2] < b[1] * 10 + b[2] end)
+    local want = { { main, work, 1, 1, 20000000, 90000000 }, { work, fib, 3, 3, 30000000, 60000000 },
+                   { work, rep, 2, 2, 10000000, 10000000 }, { fib, fib, 6, 4, 30000000, 30000000 } }
+    table.sort(want, function(a, b) return a[1] * 10 + a[2] < b[1] * 10 + b[2] end)
+    assert.same(want, edges)
+    -- fib was called by work and by fib, in pstats' order (file, line, name), and called fib
+    assert.same({ work, fib }, callers_of(doc, fib))
+    assert.same({ fib }, callees_of(doc, fib))
+    assert.same({ fib, rep }, callees_of(doc, work))
+    assert.same({}, callers_of(doc, main))
+    -- every frame has its row
+    for f = 1, #doc.frames.short do assert.is_true(doc.frames.row[f] >= 0) end
     assert.same({ "ncalls", "tottime", "percall", "cumtime", "percall" }, {
       doc.table.columns[1].label, doc.table.columns[2].label, doc.table.columns[3].label,
       doc.table.columns[4].label, doc.table.columns[5].label })
@@ -168,7 +217,7 @@ describe("html export", function()
     local _, ends = html:gsub("</script>", "")
     assert.equal(2, ends)
     assert.equal("T</script>\\u{202e}", doc.title)
-    assert.equal("m\239\191\189in.lua:1(</script><script>alert('x')</script><!--)", doc.frames.label[1])
+    assert.equal("m\239\191\189in.lua:1(</script><script>alert('x')</script><!--)", labels(doc)[1])
     assert.equal("work\\x1b]0;title\\x07\\r\\n\"quoted\"", doc.frames.short[2])
     assert.equal("fib\\u{202e}gnp.exe", doc.frames.short[3])
     assert.equal("m\239\191\189in.lua", doc.files[1])
@@ -241,8 +290,7 @@ describe("html export", function()
     assert.equal(doc.diff.neutral, doc.colors[t.fill[1] + 1])
     local slow = doc.table.rows[row_named(doc, "gen.lua:2(slow)") + 1]
     -- calls, base, change; tottime, base, change, %; cumtime, base, change, %
-    assert.same({ 1, 1, 0, 0.03, 0.01 }, { slow[1], slow[2], slow[3], slow[4], slow[5] })
-    assert.near(0.02, slow[6], 1e-12)
+    assert.same({ 1, 1, 0, 30000000, 10000000, 20000000 }, { slow[1], slow[2], slow[3], slow[4], slow[5], slow[6] })
     assert.near(200, slow[7], 1e-9)
     for _, bad in ipairs({ -1, 100, "2" }) do
       local ok, err = pcall(X.export, "html", new, { base = base, threshold = bad })

@@ -18,9 +18,12 @@
 //       window is once scrolled to the top
 //   { "kind": "html", "file": F, "query": "?s=TERM", "viewport": [W, H], "steps": [STEP...] }
 //       F (cprof's HTML report) opened in Chromium: the page's errors, console errors and dialogs, the
-//       requests it made (none but F itself is allowed), the time its script took to draw it
-//       (ms since the navigation started) and the STEPs' readings, in order:
+//       requests it made (none but F itself is allowed), when its script had drawn it and when
+//       the browser had painted that (ms since the navigation started), and the STEPs' readings,
+//       in order:
 //         { "click": SEL [, "text": T] }   click the (first) element matching SEL (whose text is T)
+//         { "hover": SEL [, "text": T] }   the mouse over it
+//         { "select": SEL, "value": V }    choose the option V of the <select>
 //         { "fill": SEL, "value": V }      type V into the field and press Enter
 //         { "read": NAME, "texts": SEL }   the text of each element matching SEL
 //         { "read": NAME, "attr": A, "of": SEL }   attribute A of each element matching SEL
@@ -155,10 +158,14 @@ async function svgJob(browser, job) {
 }
 
 async function htmlStep(page, step, reads) {
+  const at = sel => step.text === undefined ? page.locator(sel).first()
+    : page.locator(sel).filter({ hasText: step.text }).first();
   if (step.click !== undefined) {
-    const target = step.text === undefined ? page.locator(step.click).first()
-      : page.locator(step.click).filter({ hasText: step.text }).first();
-    await target.click();
+    await at(step.click).click();
+  } else if (step.hover !== undefined) {
+    await at(step.hover).hover();
+  } else if (step.select !== undefined) {
+    await page.selectOption(step.select, step.value);
   } else if (step.fill !== undefined) {
     await page.fill(step.fill, step.value);
     await page.press(step.fill, 'Enter');
@@ -200,9 +207,12 @@ async function htmlJob(browser, job) {
     await page.close();
     return { errors, requests, error: 'the page was not drawn' };
   }
+  // the first frame the browser paints after that: the page is on the screen
+  const painted = await page.evaluate(() => new Promise(done =>
+    requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now())))));
   for (const step of job.steps || []) await htmlStep(page, step, reads);
   await page.close();
-  return { errors, requests, ready: +ready, reads };
+  return { errors, requests, ready: +ready, painted, reads };
 }
 
 (async () => {

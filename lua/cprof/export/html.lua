@@ -31,7 +31,7 @@ local type, ipairs, pairs, next = type, ipairs, pairs, next
 local sfind, ssub, smatch, sgsub, slower, sgmatch, sformat, concat, sort =
   string.find, string.sub, string.match, string.gsub, string.lower, string.gmatch, string.format,
   table.concat, table.sort
-local floor, huge = math.floor, math.huge
+local floor, huge, mtype, tostring = math.floor, math.huge, math.type, tostring
 local fail = model_mod.fail
 
 -- The folder of the page's files: html/ next to this module, wherever it was installed.
@@ -97,9 +97,20 @@ end
 -- A number in JSON: integers as they are, others with 10 significant digits (more than any view
 -- shows), NaN and the infinities as null; a decimal comma of the C locale made a point.
 local function json_number(x)
+  if mtype and mtype(x) == "integer" then return tostring(x) end
   if x ~= x or x == huge or x == -huge then return "null" end
   if x == floor(x) and x > -2 ^ 53 and x < 2 ^ 53 then return sformat("%d", x) end
   return (sgsub(sformat("%.10g", x), ",", "."))
+end
+
+-- Whether `t` is a list of numbers (and nulls) that starts with a number.
+local function numbers(t)
+  if type(t[1]) ~= "number" then return false end
+  for i = 2, #t do
+    local x = t[i]
+    if type(x) ~= "number" and x ~= cjson.null then return false end
+  end
+  return true
 end
 
 -- The document as JSON, in pieces appended to `out`: tables with a first element (or none at
@@ -117,6 +128,14 @@ local function json(v, out)
     out[#out + 1] = "null"
   elseif t ~= "table" then
     fail("html: cannot write a %s in the page's data", t)
+  elseif numbers(v) then
+    -- a column of numbers, the bulk of the document: one piece
+    local parts = {}
+    for i = 1, #v do
+      local x = v[i]
+      parts[i] = x == cjson.null and "null" or json_number(x)
+    end
+    out[#out + 1] = "[" .. concat(parts, ",") .. "]"
   elseif v[1] ~= nil or next(v) == nil then
     out[#out + 1] = "["
     for i = 1, #v do

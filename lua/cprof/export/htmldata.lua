@@ -4,8 +4,9 @@
 --   htmldata.document(m, opts, weight, base)   a profile's document (base: a model to compare)
 --   htmldata.series(list, opts)                the memory series of several dumps' summaries
 --
--- The numbers come from the code that prints them: the table, callers and callees from the
--- Stats rows of cprof.report.rows (what cprof-stats prints), line hits and the source text from
+-- The numbers come from the code that prints them: the table from the Stats rows of
+-- cprof.report.rows and the callers and callees from the Stats in pstats' order (what
+-- cprof-stats prints), line hits and the source text from
 -- cprof.report.lines, leaks from cprof.report.memctx, the diff's rows from cprof.report.diff,
 -- the call tree's values from cprof.export.model's weights (time in whole nanoseconds, as
 -- speedscope gets them), the colours and a diff's changes from cprof.export.palette.  Weights
@@ -21,6 +22,7 @@ local model_mod = require("cprof.export.model")
 local palette = require("cprof.export.palette")
 local sanitize = require("cprof.sanitize")
 local funckey = require("cprof.funckey")
+local sortkeys = require("cprof.sortkeys")
 local cjson = require("cjson")
 
 local type, ipairs, pairs, next, tostring, tonumber = type, ipairs, pairs, next, tostring, tonumber
@@ -67,54 +69,79 @@ end
 local function frames_doc(m, row_of, color)
   local F = m.F
   local files, file = interner()
+  -- fn and label hold only the frames that need them, by number: most frames' name is their
+  -- short name, and their label their row's name
   local out = { short = {}, fn = {}, label = {}, file = {}, line = {}, color = {}, row = {} }
   for f = 1, F.n do
     local short, full = m:name(f), text(F.name[f])
     local shown = display(short)
     out.short[f] = shown
     -- what a search matches: the function's name, where the short name adds a line or a file
-    out.fn[f] = full ~= shown and full or NULL
-    out.label[f] = display(m:label(f))
+    if full ~= shown then out.fn[tostring(f - 1)] = full end
     if F.kind[f] == "C" then
       out.file[f], out.line[f] = -1, 0
     else
       out.file[f], out.line[f] = file(text(F.file[f])), F.line[f]
     end
     out.color[f] = color(palette.frame(F.kind[f], F.file[f], short))
-    out.row[f] = row_of[m:label(f)] or -1
+    local row = row_of[m:label(f)]
+    out.row[f] = row or -1
+    if not row then out.label[tostring(f - 1)] = display(m:label(f)) end
   end
   return out, files
 end
 
-local function tree_doc(m, names, patterns)
-  local parent, frame, self, units = {}, {}, {}, {}
-  for k = 1, m.n do
-    parent[k], frame[k] = m.parent[k], m.frame[k] - 1
-  end
+-- The nodes in the order of a walk of the tree, each node's children the largest first by the
+-- values `self_w` (as m:children orders them: the page need not sort them for that weight), and
+-- each node's number in that order.
+local function walk_order(m, self_w)
+  local order, index = {}, { [0] = 0 }
+  m:walk(m:children(m:inclusive(self_w)), function(k)
+    order[#order + 1] = k
+    index[k] = #order
+  end)
+  return order, index
+end
+
+-- The nodes in that order for `weight`: each one's distance to its parent (up[i] = i - parent:
+-- small numbers), its frame, and its own value of each weight.  Also returns the weights' units,
+-- and the order and its index.
+local function tree_doc(m, names, patterns, weight)
+  local self, units = {}, {}
   for _, name in ipairs(names) do
     self[name], units[name] = m:integers(name, m:restrict(m:weight(name), patterns))
   end
-  return { parent = parent, frame = frame, self = self }, units
+  local order, index = walk_order(m, self[weight])
+  local up, frame, values = {}, {}, {}
+  for i, k in ipairs(order) do
+    up[i], frame[i] = i - index[m.parent[k]], m.frame[k] - 1
+  end
+  for name, v in pairs(self) do
+    local t = {}
+    for i, k in ipairs(order) do t[i] = v[k] end
+    values[name] = t
+  end
+  return { up = up, frame = frame, self = values, sorted = weight }, units, order, index
 end
 
 -- A differential graph's numbers per weight that both profiles have: each node's base value
 -- (null: a path the base lacks), its change in points of the total and its colour (as
 -- palette.change gives it with no threshold: the page leaves the changes under its threshold
 -- neutral, as palette.change does).
-local function diff_doc(m, base, opts, names, color)
+local function diff_doc(m, base, opts, names, color, order)
   local doc = { weights = {}, neutral = palette.change(0, 1, 0) }
   for _, name in ipairs(names) do
     if not model_mod.WEIGHTS[name].memory or base:has_memory() then
       local incl = m:inclusive(m:restrict(m:weight(name), opts.patterns))
       local D = palette.compare(m, base, incl, name, opts, "html")
       local was, pct, fill = {}, {}, {}
-      for k = 1, m.n do
+      for i, k in ipairs(order) do
         local j = D.to_base[k]
         local v = j and D.binc[j]
         if v and name == "time" then v = model_mod.nanoseconds(v) end
-        was[k] = v or NULL
-        pct[k] = tonumber(sformat("%.6g", D.pct[k]))
-        fill[k] = color(palette.change(D.pct[k], D.max, 0))
+        was[i] = v or NULL
+        pct[i] = tonumber(sformat("%.6g", D.pct[k]))
+        fill[i] = color(palette.change(D.pct[k], D.max, 0))
       end
       doc.weights[name] = { base = was, pct = pct, fill = fill }
       doc.threshold, doc.normalize, doc.base_only = D.threshold, D.normalize, D.base_only
@@ -126,23 +153,72 @@ end
 ---------------------------------------------------------------------------
 -- The table of functions
 
--- An edge of a callers or callees dict: { row (or the name when no row has it), ncalls,
--- pcalls, tottime, cumtime } (a profile.py edge has its count only).
-local function edges_doc(list, index)
-  local out = {}
-  for i, e in ipairs(list) do
-    out[i] = { index[e.key] or text(e.stdname), e.ncalls, e.pcalls or NULL, e.tottime or NULL,
-               e.cumtime or NULL }
+-- Seconds as the page counts time: whole nanoseconds (short in JSON, exact to the ns).
+local ns = model_mod.nanoseconds
+local function ns_of(x) return x == nil and NULL or ns(x) end
+
+-- The callers and callees of the table's functions (`keys`, a row each; `index`: a key's row),
+-- as cprof-stats --callers and --callees print them: each caller->callee edge of Stats `st` once,
+-- grouped by callee in the rows' order, each group in pstats' order of call dicts
+-- (sortkeys.sorted_keys): row r's callers are edges first[r] .. first[r + 1] - 1.  Per edge: its
+-- caller (a row, or the name of a function no row has), ncalls, its calls that were recursive
+-- (ncalls - pcalls: mostly 0), tottime and cumtime in ns (a profile.py edge has its count
+-- only).  A function's callees are the edges it is the caller of (pstats' calc_callees), listed
+-- in `out` the same way: row r's are out[out_first[r] .. out_first[r + 1] - 1].
+local function edges_doc(doc, st, keys, index)
+  local named = {}
+  for key, r in pairs(st.stats) do
+    named[key] = true
+    for k in pairs(r[5]) do named[k] = true end
   end
-  return out
+  local rank = {}
+  for i, k in ipairs(sortkeys.sorted_keys(named)) do rank[k] = i end
+  local E = { first = {}, caller = {}, ncalls = {}, recursive = {}, tottime = {}, cumtime = {},
+              out = {}, out_first = {} }
+  local callee_of, out_of = {}, {}
+  local function ranked(a, b) return rank[a] < rank[b] end
+  for at, key in ipairs(keys) do
+    E.first[at] = #E.caller
+    local r = st.stats[key]
+    if r then
+      local dict, callers = r[5], {}
+      for k in pairs(dict) do callers[#callers + 1] = k end
+      sort(callers, ranked)
+      for _, k in ipairs(callers) do
+        local e, j = dict[k], #E.caller + 1
+        E.caller[j] = index[k] or text(funckey.func_std_string(k))
+        if type(e) == "table" then
+          E.ncalls[j], E.recursive[j], E.tottime[j], E.cumtime[j] = e[1], e[1] - e[2], ns(e[3]), ns(e[4])
+        else
+          E.ncalls[j], E.recursive[j], E.tottime[j], E.cumtime[j] = e, NULL, NULL, NULL
+        end
+        callee_of[j] = key
+        local out = out_of[k] or {}
+        out_of[k] = out
+        out[#out + 1] = j
+      end
+    end
+  end
+  E.first[#keys + 1] = #E.caller
+  local function by_callee(a, b) return rank[callee_of[a]] < rank[callee_of[b]] end
+  for at, key in ipairs(keys) do
+    E.out_first[at] = #E.out
+    local out = out_of[key]
+    if out then
+      sort(out, by_callee)
+      for _, j in ipairs(out) do E.out[#E.out + 1] = j - 1 end
+    end
+  end
+  E.out_first[#keys + 1] = #E.out
+  doc.edges = E
 end
 
 local PSTATS_COLUMNS = {
   { label = "ncalls", fmt = "calls", v = 0, pc = 1, title = "calls; calls/primitive calls where recursion made more" },
-  { label = "tottime", fmt = "s", v = 2, title = "seconds in the function itself" },
-  { label = "percall", fmt = "s", v = 2, per = 0, title = "tottime per call" },
-  { label = "cumtime", fmt = "s", v = 3, title = "seconds in the function and the functions it called" },
-  { label = "percall", fmt = "s", v = 3, per = 1, title = "cumtime per primitive call" },
+  { label = "tottime", fmt = "ns", v = 2, title = "seconds in the function itself" },
+  { label = "percall", fmt = "ns", v = 2, per = 0, title = "tottime per call" },
+  { label = "cumtime", fmt = "ns", v = 3, title = "seconds in the function and the functions it called" },
+  { label = "percall", fmt = "ns", v = 3, per = 1, title = "cumtime per primitive call" },
 }
 local MEMORY_COLUMNS = {
   { label = "allocs", v = 4, title = "allocations" }, { label = "bytes", v = 5, title = "bytes allocated" },
@@ -153,38 +229,37 @@ local MEMORY_COLUMNS = {
 
 -- The pstats table (cprof-stats' columns; with memory, cprof-stats --memory's too).
 local function stats_table(st)
-  local t = st:report_table({ callers = true, callees = true })
-  local index = {}
-  for i, r in ipairs(t.rows) do index[r.key] = i - 1 end
-  local doc = { columns = {}, rows = {}, names = {}, callers = {}, callees = {}, sort = 3 }
+  local rows, index, keys = st:entries(), {}, {}
+  for i, r in ipairs(rows) do index[r.key], keys[i] = i - 1, r.key end
+  local doc = { columns = {}, rows = {}, names = {}, sort = 3 }
   for _, c in ipairs(PSTATS_COLUMNS) do doc.columns[#doc.columns + 1] = c end
   if st.memory then
     for _, c in ipairs(MEMORY_COLUMNS) do doc.columns[#doc.columns + 1] = c end
   end
-  for i, r in ipairs(t.rows) do
-    local row = { r.ncalls, r.pcalls, r.tottime, r.cumtime }
+  for i, r in ipairs(rows) do
+    local row = { r.ncalls, r.pcalls, ns(r.tottime), ns(r.cumtime) }
     if st.memory then
       for _, c in ipairs({ "alloc_count", "alloc_bytes", "free_count", "live_bytes", "min_size", "max_size" }) do
         row[#row + 1] = r[c]
       end
     end
     doc.rows[i], doc.names[i] = row, text(r.stdname)
-    doc.callers[i], doc.callees[i] = edges_doc(r.callers, index), edges_doc(r.callees, index)
   end
-  return doc, t.rows
+  edges_doc(doc, st, keys, index)
+  return doc, rows
 end
 
 local DIFF_COLUMNS = {
   { label = "ncalls", fmt = "n", v = 0, title = "calls in this profile" },
   { label = "base", fmt = "n", v = 1, title = "calls in the base" },
   { label = "change", fmt = "dn", v = 2, signed = true },
-  { label = "tottime", fmt = "s", v = 3, title = "seconds in the function itself, in this profile" },
-  { label = "base", fmt = "s", v = 4, title = "tottime in the base" },
-  { label = "change", fmt = "ds", v = 5, signed = true },
+  { label = "tottime", fmt = "ns", v = 3, title = "seconds in the function itself, in this profile" },
+  { label = "base", fmt = "ns", v = 4, title = "tottime in the base" },
+  { label = "change", fmt = "dns", v = 5, signed = true },
   { label = "%", fmt = "pct", v = 6, signed = true, title = "the change in percent of the base's tottime" },
-  { label = "cumtime", fmt = "s", v = 7, title = "seconds in the function and its callees, in this profile" },
-  { label = "base", fmt = "s", v = 8, title = "cumtime in the base" },
-  { label = "change", fmt = "ds", v = 9, signed = true },
+  { label = "cumtime", fmt = "ns", v = 7, title = "seconds in the function and its callees, in this profile" },
+  { label = "base", fmt = "ns", v = 8, title = "cumtime in the base" },
+  { label = "change", fmt = "dns", v = 9, signed = true },
   { label = "%", fmt = "pct", v = 10, signed = true, title = "the change in percent of the base's cumtime" },
 }
 
@@ -197,21 +272,17 @@ end
 -- cprof-stats --diff's rows, with the callers and callees this profile has.
 local function diff_table(st, bst)
   local rows = require("cprof.report.diff").rows(st, bst)
-  local own = st:report_table({ callers = true, callees = true }).rows
-  local index, edges = {}, {}
-  for i, r in ipairs(rows) do index[r.key] = i - 1 end
-  for _, r in ipairs(own) do edges[r.key] = r end
-  local doc = { columns = DIFF_COLUMNS, rows = {}, names = {}, callers = {}, callees = {}, sort = 5 }
+  local index, keys = {}, {}
+  for i, r in ipairs(rows) do index[r.key], keys[i] = i - 1, r.key end
+  local doc = { columns = DIFF_COLUMNS, rows = {}, names = {}, sort = 5 }
   for i, r in ipairs(rows) do
     local a, b = r.new or {}, r.base or {}
-    doc.rows[i] = { a.ncalls or NULL, b.ncalls or NULL, r.d_ncalls, a.tottime or NULL, b.tottime or NULL,
-      r.d_tottime, percent(r.d_tottime, b.tottime), a.cumtime or NULL, b.cumtime or NULL, r.d_cumtime,
+    doc.rows[i] = { a.ncalls or NULL, b.ncalls or NULL, r.d_ncalls, ns_of(a.tottime), ns_of(b.tottime),
+      ns(r.d_tottime), percent(r.d_tottime, b.tottime), ns_of(a.cumtime), ns_of(b.cumtime), ns(r.d_cumtime),
       percent(r.d_cumtime, b.cumtime) }
     doc.names[i] = text(r.name)
-    local e = edges[r.key]
-    doc.callers[i] = e and edges_doc(e.callers, index) or {}
-    doc.callees[i] = e and edges_doc(e.callees, index) or {}
   end
+  edges_doc(doc, st, keys, index)
   return doc, rows
 end
 
@@ -226,8 +297,8 @@ local function source_text(line)
 end
 
 -- The files of the functions with line records, the hottest first: each with its text read
--- now, and its functions, each { row, first line, last line, its records { line, hits, time }
--- } (what cprof-stats --lines prints for it; the page sums them per line for the whole file).
+-- now, and its functions, each { row, first line, last line, its records { line, hits, time in
+-- ns } } (what cprof-stats --lines prints for it; the page sums them per line for the file).
 local function lines_doc(st, keys)
   local lines_mod = require("cprof.report.lines")
   local files, list = {}, {}
@@ -245,7 +316,7 @@ local function lines_doc(st, keys)
       for l in pairs(lines) do nums[#nums + 1] = l end
       sort(nums)
       for j, l in ipairs(nums) do
-        records[j] = { l, lines[l].hits, lines[l].time }
+        records[j] = { l, lines[l].hits, ns(lines[l].time) }
         f.time = f.time + lines[l].time
       end
       local first, last = lines_mod.span(st, key, nums)
@@ -275,14 +346,14 @@ end
 ---------------------------------------------------------------------------
 -- Memory
 
-local function memory_doc(m, st, patterns)
+local function memory_doc(m, st, patterns, index)
   local doc = { totals = require("cprof.report.memory").totals_line(st), leaks = {} }
   if m:has_memory() and m.n > 0 then
     local memctx = require("cprof.report.memctx")
     local rows, _, raw_only, raw_bytes = memctx.leak_rows(m, patterns)
     local leaks = {}
     for i, r in ipairs(rows) do
-      leaks[i] = { r.k, r.blocks, r.bytes, m.N.alloc_count[r.k], m.N.free_count[r.k], r.types }
+      leaks[i] = { index[r.k], r.blocks, r.bytes, m.N.alloc_count[r.k], m.N.free_count[r.k], r.types }
     end
     doc.leaks = leaks
     if raw_only > 0 then doc.raw = memctx.raw_note(raw_only, raw_bytes) end
@@ -351,13 +422,14 @@ function M.document(m, opts, weight, base)
 
   local names = weight_names(m)
   doc.weights = {}
+  local order, index
   if m:has_tree() then
     local units
-    doc.tree, units = tree_doc(m, names, opts.patterns)
+    doc.tree, units, order, index = tree_doc(m, names, opts.patterns, weight)
     for i, name in ipairs(names) do
       doc.weights[i] = { name = name, label = model_mod.WEIGHTS[name].label, unit = units[name] }
     end
-    if base then doc.diff = diff_doc(m, base, opts, names, color) end
+    if base then doc.diff = diff_doc(m, base, opts, names, color, order) end
   else
     doc.no_tree = m.no_tree and text(m.no_tree) or "the profile has no call tree"
   end
@@ -368,7 +440,7 @@ function M.document(m, opts, weight, base)
     doc.legend = palette.LEGEND
   end
   if st:has_lines() then doc.lines = lines_doc(st, keys) end
-  if m:has_memory() or st.memory then doc.memory = memory_doc(m, st, opts.patterns) end
+  if m:has_memory() or st.memory then doc.memory = memory_doc(m, st, opts.patterns, index) end
   doc.colors = colors
   return doc
 end
@@ -387,7 +459,7 @@ function M.series(list, opts)
   end
   return { version = 1, title = text(opts.title or ("Memory over " .. #list .. " dumps")), weights = {},
            subtitle = {}, notes = {},
-           frames = { label = {}, short = {}, fn = {}, file = {}, line = {}, color = {}, row = {} },
+           frames = { short = {}, fn = {}, label = {}, file = {}, line = {}, color = {}, row = {} },
            series = { files = files, columns = columns,
                       colors = summary.COLORS } }
 end

@@ -42,30 +42,34 @@ function count(x, unit) { return grouped(x) + " " + (Math.abs(x) === 1 ? unit.re
 // A value of a weight's unit (cprof.export.model's WEIGHTS; time comes in nanoseconds)
 function amount(unit, x) {
   if (unit === "nanoseconds") return seconds(x * 1e-9);
-  if (unit === "seconds") return seconds(x);
   if (unit === "bytes") return bytes(x);
   return count(x, unit);
 }
 function pct(x) { return (Math.abs(x) < 0.1 && x !== 0 ? x.toFixed(2) : x.toFixed(1)) + "%"; }
 // pstats' ncalls column: "calls" or "calls/primitive calls"
 function calls(nc, pc) { return pc === null || pc === undefined || pc === nc ? String(nc) : nc + "/" + pc; }
-const f3 = x => x === null || x === undefined ? "" : x.toFixed(3);
+// nanoseconds as pstats prints seconds
+const f3 = x => x === null || x === undefined ? "" : (x / 1e9).toFixed(3);
 
 // ---- the functions (frames) and the call tree (nodes)
 
-const F = D.frames, nf = F.label.length;
-const fname = f => F.fn[f] === null ? F.short[f] : F.fn[f];
+const F = D.frames, nf = F.short.length;
+// a frame's name and label: where they differ from its short name and from its row's name, the
+// document gives them
+const fname = f => F.fn[f] ?? F.short[f];
+const LABEL = F.short.map((_, f) => F.label[f] ?? D.table.names[F.row[f]]);
+const label = f => LABEL[f];
 const where = f => F.file[f] < 0 ? null : D.files[F.file[f]] + ":" + F.line[f];
-const T = D.tree, n = T ? T.parent.length : 0;
+const T = D.tree, n = T ? T.up.length : 0;
 const parent = new Int32Array(n + 1), frame = new Int32Array(n + 1);
-for (let k = 1; k <= n; k++) { parent[k] = T.parent[k - 1]; frame[k] = T.frame[k - 1]; }
+for (let k = 1; k <= n; k++) { parent[k] = k - T.up[k - 1]; frame[k] = T.frame[k - 1]; }
 const W = {};
 for (const w of D.weights) W[w.name] = w;
 const DIFF = D.diff;
 const SEARCH = "rgb(230,0,230)", ROW = 18;
 
-// A weight's inclusive values and each node's children, the largest first (then by name, then
-// by node: the order of cprof.export.model's children, so the page and the SVG agree).
+// A weight's inclusive values and each node's children (in P.child, from P.first[k]), to be
+// sorted by children() when drawn.
 const prepared = {};
 function prepare(name) {
   if (prepared[name]) return prepared[name];
@@ -77,14 +81,34 @@ function prepare(name) {
   for (let k = 1; k <= n + 1; k++) first[k] += first[k - 1];
   const fill = first.slice();
   for (let k = 1; k <= n; k++) child[fill[parent[k]]++] = k;
-  const label = k => F.label[frame[k]];
-  const before = (a, b) => incl[b] - incl[a] || (label(a) < label(b) ? -1 : label(a) > label(b) ? 1 : a - b);
-  for (let k = 0; k <= n; k++) {
-    if (first[k + 1] - first[k] > 1) child.set(Array.from(child.subarray(first[k], first[k + 1])).sort(before), first[k]);
-  }
-  const P = { name, unit: W[name].unit, self, incl, first, child, diff: DIFF && DIFF.weights[name] };
+  // the nodes come in the order of the document's first weight: their children already sorted
+  const sorted = new Uint8Array(n + 1).fill(T.sorted === name ? 1 : 0);
+  const P = { name, unit: W[name].unit, self, incl, first, child, sorted, diff: DIFF && DIFF.weights[name] };
   prepared[name] = P;
   return P;
+}
+
+// Each frame's place in the order of the labels, made the first time two values tie.
+let RANK = null;
+function rank(f) {
+  if (!RANK) {
+    RANK = new Int32Array(nf);
+    Array.from(LABEL.keys()).sort((a, b) => LABEL[a] < LABEL[b] ? -1 : LABEL[a] > LABEL[b] ? 1 : 0)
+      .forEach((f, i) => { RANK[f] = i; });
+  }
+  return RANK[f];
+}
+
+// Node k's children in P.child sorted the largest first, then by name, then by node (the order of
+// cprof.export.model's children: the page and the SVG agree); sorted when first drawn, as a
+// large tree draws few of its nodes.
+function children(P, k) {
+  if (!P.sorted[k] && P.first[k + 1] - P.first[k] > 1) {
+    const incl = P.incl;
+    const before = (a, b) => incl[b] - incl[a] || rank(frame[a]) - rank(frame[b]) || a - b;
+    P.child.set(Array.from(P.child.subarray(P.first[k], P.first[k + 1])).sort(before), P.first[k]);
+  }
+  P.sorted[k] = 1;
 }
 
 // ---- state
@@ -121,6 +145,7 @@ function layout(width) {
   while (stack.length) {
     const [p, x0, d] = stack.pop();
     let x = x0, rest = 0, restn = 0;
+    children(P, p);
     for (let i = first[p]; i < first[p + 1]; i++) {
       const c = child[i], w = incl[c] * scale;
       if (incl[c] <= 0) continue;
@@ -160,7 +185,7 @@ function render() {
       d.textContent = b.merged + " more";
     }
     d.style.cssText = "left:" + b.x.toFixed(1) + "px;width:" + Math.max(b.w - 0.5, 0.5).toFixed(1) + "px;top:" + y + "px;background:" + fill;
-    if (b.k) b.label = F.label[frame[b.k]];
+    if (b.k) b.label = label(frame[b.k]);
     d._b = b;
     frag.appendChild(d);
   }
@@ -193,7 +218,7 @@ function info(b) {
   if (!b.k) return b.merged + " frames narrower than a pixel, merged";
   const k = b.k, f = frame[k], unit = P.unit;
   const calls = T.self.calls ? T.self.calls[k - 1] : null;
-  let s = F.label[f] + "  \u00b7  " + (where(f) || "C function");
+  let s = label(f) + "  \u00b7  " + (where(f) || "C function");
   if (calls !== null) s += "  \u00b7  " + count(calls, W.calls.unit);
   s += "  \u00b7  " + amount(unit, incl[k]) + " (" + pct(total > 0 ? 100 * incl[k] / total : 0) + "), self " + amount(unit, P.self[k - 1]);
   if (P.diff) {
@@ -307,8 +332,8 @@ function cellText(r, c) {
   if (v === null || v === undefined) return col.fmt === "pct" ? "new" : "";
   switch (col.fmt) {
     case "calls": return calls(v, row[col.pc]);
-    case "s": return v.toFixed(3);
-    case "ds": return (v > 0 ? "+" : "") + v.toFixed(3);
+    case "ns": return f3(v);
+    case "dns": return (v > 0 ? "+" : "") + f3(v);
     case "dn": return (v > 0 ? "+" : "") + v;
     case "pct": return (v > 0 ? "+" : "") + v.toFixed(1) + "%";
     default: return col.blank !== undefined && row[col.blank] === 0 ? "" : String(v);
@@ -401,29 +426,46 @@ function select(r) {
   if (D.lines) sourceFor(r);
 }
 
-function edgeTable(cls, title, list) {
-  const box = el("div", "edges " + cls);
+// A function's callers (the edges of row r's callers, the caller shown) or callees (those it is
+// the caller of, the callee shown): their calls, time and cumulative time.
+function edgeTable(cls, title, r, callers) {
+  const E = TB.edges, box = el("div", "edges " + cls);
+  const list = [];
+  if (callers) for (let j = E.first[r]; j < E.first[r + 1]; j++) list.push([j, E.caller[j]]);
+  else for (let i = E.out_first[r]; i < E.out_first[r + 1]; i++) list.push([E.out[i], calleeOf()[E.out[i]]]);
   box.appendChild(el("h4", null, title));
   if (!list.length) { box.appendChild(el("p", "hint", "none")); return box; }
   const t = el("table"), h = t.createTHead().insertRow();
   for (const s of ["ncalls", "tottime", "cumtime", "function"]) h.appendChild(el("th", s === "function" ? "fn" : "num", s));
   const body = t.createTBody();
-  for (const [r, nc, pc, tt, ct] of list) {
-    const tr = body.insertRow();
-    tr.append(el("td", "num", calls(nc, pc)), el("td", "num", f3(tt)), el("td", "num", f3(ct)));
+  for (const [j, other] of list) {
+    const tr = body.insertRow(), nc = E.ncalls[j], rec = E.recursive[j];
+    tr.append(el("td", "num", calls(nc, rec === null ? null : nc - rec)), el("td", "num", f3(E.tottime[j])),
+      el("td", "num", f3(E.cumtime[j])));
     const td = el("td", "fn");
-    td.appendChild(button(typeof r === "number" ? names[r] : String(r), "link", () => { if (typeof r === "number") select(r); }));
+    td.appendChild(button(typeof other === "number" ? names[other] : other, "link", () => { if (typeof other === "number") select(other); }));
     tr.appendChild(td);
   }
   box.appendChild(t);
   return box;
 }
 
+// Each edge's callee: the row whose callers it is among.
+let CALLEE = null;
+function calleeOf() {
+  if (!CALLEE) {
+    const E = TB.edges;
+    CALLEE = new Int32Array(E.caller.length);
+    for (let r = 0; r < rows.length; r++) CALLEE.fill(r, E.first[r], E.first[r + 1]);
+  }
+  return CALLEE;
+}
+
 function showCalls(r) {
   const box = clear($("calls"));
   box.appendChild(el("h3", "fn", names[r]));
-  box.appendChild(edgeTable("callers", "Called by (edge: calls, time in this function, cumulative)", TB.callers[r]));
-  box.appendChild(edgeTable("callees", "Calls (edge: calls, time in the callee, cumulative)", TB.callees[r]));
+  box.appendChild(edgeTable("callers", "Called by (edge: calls, time in this function, cumulative)", r, true));
+  box.appendChild(edgeTable("callees", "Calls (edge: calls, time in the callee, cumulative)", r, false));
 }
 
 // ---- source heat map
@@ -461,7 +503,7 @@ function showFile(i, r) {
     const row = el("div", "line"), hit = inside ? own.get(line) : sums.get(line);
     row.dataset.line = line;
     row.append(el("span", "no", line), el("span", "hits", hit ? String(hit[0]) : ""),
-      el("span", "time", hit ? seconds(hit[1]) : ""), el("span", "code", text[line - 1] === undefined ? "" : text[line - 1]));
+      el("span", "time", hit ? seconds(hit[1] * 1e-9) : ""), el("span", "code", text[line - 1] === undefined ? "" : text[line - 1]));
     if (hit && maxT > 0) row.style.background = "hsla(14,100%,55%," + (0.06 + 0.6 * Math.min(1, hit[1] / maxT)).toFixed(3) + ")";
     if (inside) { row.classList.add("in"); if (!target) target = row; }
     frag.appendChild(row);
@@ -505,7 +547,7 @@ function memorySetup() {
         el("td", "num", grouped(frees)), el("td", null, types));
       const td = el("td", "fn stack");
       for (const j of path(k).reverse()) {
-        const b = button(F.label[frame[j]], "link", () => { if (W.live) setWeight("live"); zoomTo(j); });
+        const b = button(label(frame[j]), "link", () => { if (W.live) setWeight("live"); zoomTo(j); });
         td.appendChild(b);
       }
       tr.appendChild(td);
@@ -583,6 +625,9 @@ function tabs() {
   function show(name) {
     for (const b of Array.from(bar.children)) b.classList.toggle("on", b.dataset.tab === name);
     for (const s of Array.from(document.querySelectorAll(".tab"))) s.hidden = s.id !== "tab-" + name;
+    // a function chosen while the source was hidden: its lines in view now
+    const mark = name === "source" && $("source").querySelector(".line.in");
+    if (mark) mark.scrollIntoView({ block: "nearest" });
   }
   show(first);
   bar.hidden = Object.values(have).filter(x => x).length < 2;
