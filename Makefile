@@ -125,7 +125,7 @@ DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
 # Targets
 
 .PHONY: all deps test spec spec-memory spec-public check-install check-includes demo install uninstall \
-        env asan valgrind bench bench-alloc ctest rockspecs clean help FORCE
+        env asan valgrind bench bench-alloc ctest rockspecs screenshots clean help FORCE
 
 all: build/$(LUA)/cprof/core.so $(MANS)
 
@@ -147,6 +147,7 @@ help:
 	@echo 'make ctest            C unit tests of the allocator, the hash index and the engine (also ASan)'
 	@echo 'make check-includes   the #include graph of src/ has no cycle'
 	@echo 'make export-readers   the programs the export specs read exports with (python3, go, ...)'
+	@echo 'make screenshots      the pictures of docs/ taken from the HTML report in headless Chromium'
 	@echo 'make clean            remove build/'
 
 # Build rules for one variant ($(1) = lua5.4, luajit or asan).
@@ -386,6 +387,12 @@ export-readers: | deps
 
 # ---------------------------------------------------------------------------------------------
 # Running things with the in-place build
+
+# The pictures of docs/ (README's among them), taken from the real HTML report by headless
+# Chromium (tools/screenshots.sh): run it after a change to the report's look.
+screenshots: LUA=lua5.4
+screenshots: all
+	@$(call inplace_env,lua5.4) bash tools/screenshots.sh
 
 demo: deps all
 	@test -f '$(DEMO)' || { echo "demo: $(DEMO) does not exist yet" >&2; exit 1; }

@@ -495,7 +495,6 @@ function showFile(i, r) {
     }
   }
   const text = f.text || [], frag = document.createDocumentFragment();
-  let target = null;
   for (let line = 1; line <= Math.max(last, text.length); line++) {
     const inside = span && line >= span[0] && line <= span[1];
     if (!f.text && !sums.has(line) && !heads.has(line) && !inside) continue;
@@ -505,11 +504,18 @@ function showFile(i, r) {
     row.append(el("span", "no", line), el("span", "hits", hit ? String(hit[0]) : ""),
       el("span", "time", hit ? seconds(hit[1] * 1e-9) : ""), el("span", "code", text[line - 1] === undefined ? "" : text[line - 1]));
     if (hit && maxT > 0) row.style.background = "hsla(14,100%,55%," + (0.06 + 0.6 * Math.min(1, hit[1] / maxT)).toFixed(3) + ")";
-    if (inside) { row.classList.add("in"); if (!target) target = row; }
+    if (inside) row.classList.add("in");
     frag.appendChild(row);
   }
   box.appendChild(frag);
-  if (target) target.scrollIntoView({ block: "nearest" });
+  markInView();
+}
+
+// The function chosen at the top of the source's box (when it is shown: a hidden box has no
+// layout, so the Source tab calls this again).
+function markInView() {
+  const box = $("source"), mark = box.querySelector(".line.in");
+  if (mark) box.scrollTop = Math.max(0, mark.offsetTop - 2 * mark.offsetHeight);
 }
 
 function sourceFor(r) {
@@ -625,9 +631,7 @@ function tabs() {
   function show(name) {
     for (const b of Array.from(bar.children)) b.classList.toggle("on", b.dataset.tab === name);
     for (const s of Array.from(document.querySelectorAll(".tab"))) s.hidden = s.id !== "tab-" + name;
-    // a function chosen while the source was hidden: its lines in view now
-    const mark = name === "source" && $("source").querySelector(".line.in");
-    if (mark) mark.scrollIntoView({ block: "nearest" });
+    if (name === "source" && L) markInView();
   }
   show(first);
   bar.hidden = Object.values(have).filter(x => x).length < 2;
