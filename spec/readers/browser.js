@@ -19,8 +19,8 @@
 //   { "kind": "html", "file": F, "query": "?s=TERM", "viewport": [W, H], "steps": [STEP...] }
 //       F (cprof's HTML report) opened in Chromium: the page's errors, console errors and dialogs, the
 //       requests it made (none but F itself is allowed), when its script had drawn it and when
-//       the browser had painted that (ms since the navigation started), and the STEPs' readings,
-//       in order:
+//       the browser had painted that (ms since the navigation started), the CPU time its main
+//       thread took to get there (ms), and the STEPs' readings, in order:
 //         { "click": SEL [, "text": T] }   click the (first) element matching SEL (whose text is T)
 //         { "hover": SEL [, "text": T] }   the mouse over it
 //         { "select": SEL, "value": V }    choose the option V of the <select>
@@ -197,6 +197,19 @@ async function htmlJob(browser, job) {
   page.on('console', m => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.type() + ': ' + m.text()); });
   page.on('request', r => { if (r.url().split('?')[0] !== url) requests.push(r.url()); });
   page.on('dialog', d => { errors.push('dialog: ' + d.message()); d.dismiss(); });
+  // when the page marks itself drawn, the frame after the next one: the first painted after it
+  await page.addInitScript(() => {
+    new MutationObserver((_, seen) => {
+      seen.disconnect();
+      requestAnimationFrame(() => requestAnimationFrame(() => { window.cprofPainted = performance.now(); }));
+    }).observe(document, { attributes: true, subtree: true, attributeFilter: ['data-ready'] });
+  });
+  // the CPU time of the page's main thread, which a busy machine does not lengthen as it does
+  // the wall-clock times
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const cpu = async () => (await cdp.send('Performance.getMetrics')).metrics.find(m => m.name === 'ThreadTime').value;
+  const cpu0 = await cpu();
   // the page is drawn, or its script failed
   const failed = new Promise(done => page.once('pageerror', done));
   await page.goto(url + (job.query || ''));
@@ -207,12 +220,11 @@ async function htmlJob(browser, job) {
     await page.close();
     return { errors, requests, error: 'the page was not drawn' };
   }
-  // the first frame the browser paints after that: the page is on the screen
-  const painted = await page.evaluate(() => new Promise(done =>
-    requestAnimationFrame(() => requestAnimationFrame(() => done(performance.now())))));
+  const painted = await (await page.waitForFunction(() => window.cprofPainted)).jsonValue();
+  const thread = Math.round(1000 * (await cpu() - cpu0));
   for (const step of job.steps || []) await htmlStep(page, step, reads);
   await page.close();
-  return { errors, requests, ready: +ready, painted, reads };
+  return { errors, requests, ready: +ready, painted, thread, reads };
 }
 
 (async () => {
