@@ -18,16 +18,16 @@
 -- Needs Chromium and playwright-core (make export-readers); without them it prints the sizes only.
 -- Plain Lua 5.1 syntax, so that it runs under LuaJIT too.
 
-local opts = { frames = 20000, nodes = 100000, rounds = 7 }
-for _, a in ipairs(arg or {}) do
-  local k, v = string.match(a, "^%-%-(%w+)=(%d+)$")
-  if k and opts[k] ~= nil then
-    opts[k] = tonumber(v)
-  else
-    io.stderr:write("usage: lua bench/html.lua [--frames=N] [--nodes=N] [--rounds=N]\n")
-    os.exit(2)
-  end
-end
+local script_dir = arg and arg[0] and string.match(arg[0], "^(.*)[/\\]") or "."
+local W = assert(loadfile(script_dir .. "/lib/workloads.lua"))(script_dir)
+local usage = W.usage("html.lua", [[
+usage: lua bench/html.lua [options]
+  --frames=N   functions in the profile (20000)
+  --nodes=N    its call paths (100000)
+  --rounds=N   loads of each report in Chromium (7)
+]])
+local opts = W.parse_args(arg, { frames = "number", nodes = "number", rounds = "number" },
+  { frames = 20000, nodes = 100000, rounds = 7 }, usage)
 
 local ok, dump = pcall(require, "cprof.dump")
 if not ok or not pcall(require, "cprof.core") then
@@ -36,13 +36,12 @@ if not ok or not pcall(require, "cprof.core") then
 end
 
 local LUA = rawget(_G, "jit") and "luajit" or "lua5.4"
-local script_dir = arg and arg[0] and string.match(arg[0], "^(.*)[/\\]") or "."
 local root = script_dir .. "/.."
 local dir = os.tmpname()
 os.remove(dir)
 assert(os.execute("mkdir -p '" .. dir .. "'"))
 
-local function q(s) return "'" .. tostring(s):gsub("'", [['\'']]) .. "'" end
+local q = W.shell_quote
 
 -- An LCG: the same profile on every run and every Lua; its high bits (the low ones repeat
 -- with short periods, and would leave most functions uncalled).
@@ -52,11 +51,7 @@ local function random(k)
   return math.floor(seed / 65536) % k + 1
 end
 
-local function columns(names)
-  local t = { n = 0 }
-  for _, c in ipairs(names) do t[c] = {} end
-  return t
-end
+local columns = require("cprof.profdata").new_section
 
 local function build()
   local F = columns({ "kind", "file", "line", "lastline", "name", "ncalls", "pcalls", "tottime", "cumtime" })

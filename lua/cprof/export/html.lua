@@ -103,56 +103,25 @@ local function json_number(x)
   return (sgsub(sformat("%.10g", x), ",", "."))
 end
 
--- Whether `t` is a list of numbers (and nulls) that starts with a number.
-local function numbers(t)
-  if type(t[1]) ~= "number" then return false end
-  for i = 2, #t do
-    local x = t[i]
-    if type(x) ~= "number" and x ~= cjson.null then return false end
-  end
-  return true
-end
-
--- The document as JSON, in pieces appended to `out`: tables with a first element (or none at
--- all) are lists, the others objects with their keys sorted, so that one profile always makes
--- the same page.
-local function json(v, out)
+-- The document as JSON: tables with a first element (or none at all) are lists, the others
+-- objects with their keys sorted, so that one profile always makes the same page.
+local function json(v)
   local t = type(v)
-  if t == "string" then
-    out[#out + 1] = json_string(v)
-  elseif t == "number" then
-    out[#out + 1] = json_number(v)
-  elseif t == "boolean" then
-    out[#out + 1] = v and "true" or "false"
-  elseif v == cjson.null then
-    out[#out + 1] = "null"
-  elseif t ~= "table" then
-    fail("html: cannot write a %s in the page's data", t)
-  elseif numbers(v) then
-    -- a column of numbers, the bulk of the document: one piece
-    local parts = {}
-    for i = 1, #v do
-      local x = v[i]
-      parts[i] = x == cjson.null and "null" or json_number(x)
-    end
-    out[#out + 1] = "[" .. concat(parts, ",") .. "]"
-  elseif v[1] ~= nil or next(v) == nil then
-    out[#out + 1] = "["
-    for i = 1, #v do
-      if i > 1 then out[#out + 1] = "," end
-      json(v[i], out)
-    end
-    out[#out + 1] = "]"
-  else
-    local keys = {}
-    for k in pairs(v) do keys[#keys + 1] = k end
-    sort(keys)
-    for i, k in ipairs(keys) do
-      out[#out + 1] = (i == 1 and "{" or ",") .. json_string(k) .. ":"
-      json(v[k], out)
-    end
-    out[#out + 1] = "}"
+  if t == "string" then return json_string(v) end
+  if t == "number" then return json_number(v) end
+  if t == "boolean" then return v and "true" or "false" end
+  if v == cjson.null then return "null" end
+  if t ~= "table" then fail("html: cannot write a %s in the page's data", t) end
+  local parts = {}
+  if v[1] ~= nil or next(v) == nil then
+    for i = 1, #v do parts[i] = json(v[i]) end
+    return "[" .. concat(parts, ",") .. "]"
   end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = k end
+  sort(keys)
+  for i, k in ipairs(keys) do parts[i] = json_string(k) .. ":" .. json(v[k]) end
+  return "{" .. concat(parts, ",") .. "}"
 end
 
 local function page(doc, sink)
@@ -160,10 +129,7 @@ local function page(doc, sink)
   local html = put(put(a.template, "/*STYLE*/", a.css), "/*SCRIPT*/", a.js)
   local i, j = sfind(html, "/*DATA*/", 1, true)
   if not i then fail("html: report.html lacks /*DATA*/") end
-  local out = { ssub(html, 1, i - 1) }
-  json(doc, out)
-  out[#out + 1] = ssub(html, j + 1)
-  sink(concat(out))
+  sink(ssub(html, 1, i - 1) .. json(doc) .. ssub(html, j + 1))
 end
 
 function M.write(m, sink, opts, weight, base)
