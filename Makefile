@@ -131,7 +131,7 @@ DEPS_FIRST := $(if $(filter test demo asan valgrind bench,$(MAKECMDGOALS)),deps)
 # Targets
 
 .PHONY: all deps test spec spec-memory spec-public check-install check-includes demo install uninstall \
-        env asan valgrind bench bench-alloc ctest rockspecs clean help FORCE
+        env asan valgrind bench bench-alloc ctest rockspecs screenshots clean help FORCE
 
 all: build/$(LUA)/cprof/core.so $(MANS)
 
@@ -153,6 +153,7 @@ help:
 	@echo 'make ctest            C unit tests of the allocator, the hash index and the engine (also ASan, TSan)'
 	@echo 'make check-includes   the #include graph of src/ has no cycle'
 	@echo 'make export-readers   the programs the export specs read exports with (python3, go, ...)'
+	@echo 'make screenshots      the pictures of docs/ taken from the HTML report in headless Chromium'
 	@echo 'make clean            remove build/'
 
 # Build rules for one variant ($(1) = lua5.4, luajit or asan).
@@ -407,6 +408,12 @@ export-readers: | deps
 # ---------------------------------------------------------------------------------------------
 # Running things with the in-place build
 
+# The pictures of docs/ (README's among them), taken from the real HTML report by headless
+# Chromium (tools/screenshots.sh): run it after a change to the report's look.
+screenshots: LUA=lua5.4
+screenshots: all
+	@$(call inplace_env,lua5.4) bash tools/screenshots.sh
+
 demo: deps all
 	@test -f '$(DEMO)' || { echo "demo: $(DEMO) does not exist yet" >&2; exit 1; }
 	@echo "==> $(LUA_CMD) -l cprof.auto $(DEMO)   (program output, then the profile on stderr)"
@@ -478,12 +485,12 @@ rockspecs: build/rockspec/cprof-luajit-scm-1.rockspec
 # Installing
 
 # bin/ scripts are installed with the interpreter of this build in their #! line; they find the
-# modules installed next to them.  Last, tools/install-env.sh says whether Lua finds cprof
+# modules installed next to them.  The HTML report's page files go next to its module.  Last, tools/install-env.sh says whether Lua finds cprof
 # under PREFIX by default, or prints the lines that make it.
 install: all
 	$(INSTALL) -d '$(inst_lua)/cprof' '$(inst_lib)/cprof' '$(inst_inc)' '$(inst_bin)' \
 	  '$(inst_man)/man1' '$(inst_man)/man3' '$(inst_doc)/docs'
-	@set -e; for f in $$(find lua/cprof -name '*.lua' | sort); do \
+	@set -e; for f in $$(find lua/cprof -type f \( -name '*.lua' -o -path 'lua/cprof/export/html/*' \) | sort); do \
 	  rel=$${f#lua/}; \
 	  echo "$(INSTALL) -D -m 644 $$f '$(inst_lua)/$$rel'"; \
 	  $(INSTALL) -D -m 644 "$$f" '$(inst_lua)/'"$$rel"; \

@@ -8,8 +8,9 @@
 -- Lua dependency changed.  `make test` lints both and installs them into scratch trees
 -- (tools/check-install.sh).
 --
--- A rockspec cannot glob: every lua/cprof/*.lua, every src/**/*.c and every bin/* script has
--- to be listed here by hand.  tools/check-install.sh fails `make test` when one is missing.
+-- A rockspec cannot glob: every lua/cprof/*.lua, every src/**/*.c, every bin/* script and every
+-- file of lua/cprof/export/html/ has to be listed here by hand.  tools/check-install.sh fails
+-- `make test` when one is missing.
 
 rockspec_format = "3.0"
 package = "cprof"
@@ -67,6 +68,8 @@ build = {
       ["cprof.export.chrome"] = "lua/cprof/export/chrome.lua",
       ["cprof.export.cli"] = "lua/cprof/export/cli.lua",
       ["cprof.export.folded"] = "lua/cprof/export/folded.lua",
+      ["cprof.export.html"] = "lua/cprof/export/html.lua",
+      ["cprof.export.htmldata"] = "lua/cprof/export/htmldata.lua",
       ["cprof.export.model"] = "lua/cprof/export/model.lua",
       ["cprof.export.palette"] = "lua/cprof/export/palette.lua",
       ["cprof.export.pprof"] = "lua/cprof/export/pprof.lua",
@@ -146,6 +149,13 @@ build = {
    install = {
       bin = {
          ["cprof-stats"] = "bin/cprof-stats",
+      },
+      -- The HTML report's page, next to cprof.export.html, which reads them from its own folder:
+      -- LuaRocks puts each under the module path of its key, with its own file name.
+      lua = {
+         ["cprof.export.html.report_css"] = "lua/cprof/export/html/report.css",
+         ["cprof.export.html.report_html"] = "lua/cprof/export/html/report.html",
+         ["cprof.export.html.report_js"] = "lua/cprof/export/html/report.js",
       },
    },
    copy_directories = { "docs" },

@@ -100,7 +100,7 @@ describe("cprof-stats exports", function()
 
   it("says what is wrong, on one line, with exit status 2", function()
     local cases = {
-      { "plain.prof --export png", "unknown export format 'png' (svg, folded, pstats, callgrind, speedscope, pprof, chrome)" },
+      { "plain.prof --export png", "unknown export format 'png' (svg, html, folded, pstats, callgrind, speedscope, pprof, chrome)" },
       { "plain.prof --export pstats --weight calls", "pstats: weight 'calls' does not apply (pstats holds times and call counts)" },
       { "plain.prof --tree --weight calls", "option --weight does not go with --tree" },
       { "plain.prof --tree --export svg", "options --export and --tree do not go together" },
@@ -121,7 +121,7 @@ describe("cprof-stats exports", function()
       { "plain.prof --diff missing.prof", "missing.prof: " },
       { "plain.prof --diff plain.prof --sort name", "cannot sort a diff by 'name'" },
       { "plain.prof --export callgrind fib", "callgrind holds whole functions: restrictions to call paths do not apply" },
-      { "plain.prof --export pprof --diff plain.prof", "pprof cannot compare two profiles (svg and folded can)" },
+      { "plain.prof --export pprof --diff plain.prof", "pprof cannot compare two profiles (svg, html and folded can)" },
       { "--tree", "no FILE given" },
     }
     for _, c in ipairs(cases) do

@@ -185,7 +185,7 @@ describe("cprof.export output", function()
   it("refuses unknown formats and options that do not apply, naming them", function()
     local d = X.sample()
     local cases = {
-      { { "png", d }, "unknown export format 'png' %(svg, folded, pstats, callgrind, speedscope, pprof, chrome%)" },
+      { { "png", d }, "unknown export format 'png' %(svg, html, folded, pstats, callgrind, speedscope, pprof, chrome%)" },
       { { "svg", d, { weight = "bytes" } }, "unknown weight 'bytes'" },
       { { "pstats", d, { weight = "calls" } }, "pstats: weight 'calls' does not apply" },
       { { "chrome", d, { weight = "alloc" } }, "chrome: weight 'alloc' does not apply %(a trace is a time line%)" },

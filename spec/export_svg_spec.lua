@@ -73,36 +73,7 @@ local function contrast(fill)
   return (0.2126 * linear(r) + 0.7152 * linear(g) + 0.0722 * linear(b) + 0.05) / 0.05
 end
 
--- Functions f1 ... fn of gen.lua, each with 1 ms of its own time: called one by the other
--- (a chain n deep), or with `flat` all by f1.
-local function generated(n, flat)
-  local d = X.sample()
-  local F = { n = n, kind = {}, file = {}, line = {}, lastline = {}, name = {}, ncalls = {}, pcalls = {},
-              tottime = {}, cumtime = {} }
-  local N = { n = n, parent = {}, frame = {}, ncalls = {}, pcalls = {}, tottime = {}, cumtime = {} }
-  for i = 1, n do
-    local cum = (i == 1 and n or flat and 1 or n - i + 1) * 0.001
-    F.kind[i], F.file[i], F.line[i], F.lastline[i], F.name[i] = "Lua", "gen.lua", i, i, "f" .. i
-    F.ncalls[i], F.pcalls[i], F.tottime[i], F.cumtime[i] = 1, 1, 0.001, cum
-    N.parent[i], N.frame[i] = flat and i > 1 and 1 or i - 1, i
-    N.ncalls[i], N.pcalls[i], N.tottime[i], N.cumtime[i] = 1, 1, 0.001, cum
-  end
-  d.frames, d.edges, d.nodes = F, { n = 0 }, N
-  return d
-end
-
--- X.sample() with every time `factor` times as long and fib's `extra` seconds more: another
--- run of the same program.
-local function rerun(factor, extra)
-  local d = X.sample()
-  for _, cols in ipairs({ d.frames, d.edges, d.nodes }) do
-    for i = 1, cols.n do cols.tottime[i], cols.cumtime[i] = cols.tottime[i] * factor, cols.cumtime[i] * factor end
-  end
-  d.frames.tottime[3], d.frames.cumtime[3] = d.frames.tottime[3] + extra, d.frames.cumtime[3] + extra
-  d.nodes.tottime[3] = d.nodes.tottime[3] + extra
-  for _, k in ipairs({ 1, 2, 3 }) do d.nodes.cumtime[k] = d.nodes.cumtime[k] + extra end
-  return d
-end
+local generated, rerun = X.generated, X.rerun
 
 describe("svg export", function()
   if not python then

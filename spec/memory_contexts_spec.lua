@@ -283,7 +283,7 @@ p:disable()
     assert.are.equal(4, select(2, svg:gsub("<polyline ", "")))
     local _, e2, st2 = cli("--memory-series " .. args .. " --export folded")
     assert.are.equal(2, st2)
-    assert.matches("--memory-series draws --export svg only", e2, 1, true)
+    assert.matches("--memory-series draws --export svg or html only", e2, 1, true)
     for _, f in ipairs(files) do os.remove(f) end
   end)
 

@@ -2,7 +2,8 @@
 # tools/check-install.sh — checks that cprof installs, every way, and runs where it was installed.
 # `make test` runs it (through `make check-install`); it can also be run by hand from anywhere.
 #
-#  1. rockspec/cprof-scm-1.rockspec lists every lua/cprof/*.lua, every src/**/*.c and every bin/*;
+#  1. rockspec/cprof-scm-1.rockspec lists every lua/cprof/*.lua, every src/**/*.c, every bin/*
+#     and the HTML report's page files (lua/cprof/export/html/*);
 #     `luarocks lint` passes on it and on the LuaJIT rockspec (`make rockspecs`).
 #  2. `luarocks make --lua-version=5.4` into a scratch tree installs the Lua modules under
 #     share/lua/5.4/cprof/ and core.so under lib/lua/5.4/cprof/; luarocks for Lua 5.1 refuses
@@ -43,6 +44,7 @@ fresh=(env -i "HOME=$work" "PATH=/usr/local/bin:/usr/bin:/bin" "TERM=dumb")
 # What must be installed.
 expected_lua=$(cd lua && find cprof -name '*.lua' | LC_ALL=C sort)
 expected_bin=$( [ -d bin ] && cd bin && find . -maxdepth 1 -type f | sed 's|^\./||' | LC_ALL=C sort)
+expected_page=$(cd lua && find cprof/export/html -type f | LC_ALL=C sort)
 version=$(lua5.4 -e 'package.path = "lua/?.lua;" .. package.path
   io.write(require("cprof.version").VERSION)')
 
@@ -62,7 +64,8 @@ smoke() {
   log=$work/smoke-$label.log
   local -a envv=(env -u LUA_PATH_5_4 -u LUA_CPATH_5_4
                  "LUA_PATH=$luadir/?.lua;$luadir/?/init.lua;;" "LUA_CPATH=$libdir/?.so;;")
-  if (cd "$work" && "${envv[@]}" "$interp" -l cprof.auto -e 'local x = 1') > "$log" 2>&1; then
+  if (cd "$work" && "${envv[@]}" CPROF_OUT="$work/smoke-$label.prof" "$interp" -l cprof.auto -e 'local x = 1') \
+       > "$log" 2>&1; then
     ok "$label: $interp -l cprof.auto -e 'local x = 1'"
   else
     bad "$label: $interp -l cprof.auto -e 'local x = 1' failed:"
@@ -117,6 +120,7 @@ for name, m in pairs(env.build.modules or {}) do
   end
 end
 for _, file in pairs(env.build.install and env.build.install.bin or {}) do print("bin - " .. file) end
+for name, file in pairs(env.build.install and env.build.install.lua or {}) do print("page " .. name .. " " .. file) end
 EOF
 then
   ok "$rockspec loads"
@@ -131,6 +135,17 @@ want_lua=$(for f in $expected_lua; do
   echo "lua/$f $m"
 done | LC_ALL=C sort)
 same_list "Lua modules in the rockspec (file module)" "$want_lua" "$spec_lua"
+
+# each under its own file name in the folder of its key's module path
+spec_page=$(awk '$1 == "page" { print $3 }' "$work/rockspec.txt" | LC_ALL=C sort)
+same_list "the HTML report's page files in the rockspec's install.lua" \
+  "$(for f in $expected_page; do echo "lua/$f"; done)" "$spec_page"
+page_dirs=$(awk '$1 == "page" { m = $2; sub(/\.[^.]*$/, "", m); gsub(/\./, "/", m); print m }' "$work/rockspec.txt" | sort -u)
+if [ "$page_dirs" = cprof/export/html ]; then
+  ok "the rockspec installs the page files into cprof/export/html/"
+else
+  bad "the rockspec installs the page files into $page_dirs, not cprof/export/html/"
+fi
 
 spec_c=$(awk '$1 == "c" && $2 == "cprof.core" { print $3 }' "$work/rockspec.txt" | LC_ALL=C sort)
 want_c=$(find src -name '*.c' | LC_ALL=C sort)
@@ -188,9 +203,13 @@ check_tree() {
   for b in $expected_bin; do
     if [ -x "$dir/bin/$b" ]; then ok "$label: bin/$b"; else bad "$label: bin/$b missing or not executable"; fi
   done
+  same_list "$label: the HTML report's page files in share/lua/$ver/cprof/export/html" "$expected_page" \
+    "$( [ -d "$dir/share/lua/$ver" ] && cd "$dir/share/lua/$ver" && find cprof/export/html -type f 2>/dev/null | LC_ALL=C sort)"
   smoke "$label" "$interp" "$dir/share/lua/$ver" "$dir/lib/lua/$ver"
   runs "$label: bin/cprof-stats --version with no Lua variable set" "cprof-stats (cprof) $version" \
     "$dir/bin/cprof-stats" --version
+  runs "$label: bin/cprof-stats --html finds the page's files" 'id="cprof-data"' \
+    "$dir/bin/cprof-stats" "$work/smoke-$label.prof" --html
 }
 
 # rocks LABEL CONFIG ROCKSPEC ARGS...: luarocks make ROCKSPEC in the copy, log in rocks-LABEL.log;

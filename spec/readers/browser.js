@@ -20,6 +20,20 @@
 //       is over the frame named NAME; for each of the queries, F opened with ?s=TERM: the
 //       labels of the frames painted and the line the page prints; with top, where the
 //       window is once scrolled to the top
+//   { "kind": "html", "file": F, "query": "?s=TERM", "viewport": [W, H], "steps": [STEP...] }
+//       F (cprof's HTML report) opened in Chromium: the page's errors, console errors and dialogs, the
+//       requests it made (none but F itself is allowed), when its script had drawn it and when
+//       the browser had painted that (ms since the navigation started), the CPU time its main
+//       thread took to get there (ms), and the STEPs' readings, in order:
+//         { "click": SEL [, "text": T] }   click the (first) element matching SEL (whose text is T)
+//         { "hover": SEL [, "text": T] }   the mouse over it
+//         { "select": SEL, "value": V }    choose the option V of the <select>
+//         { "fill": SEL, "value": V }      type V into the field and press Enter
+//         { "read": NAME, "texts": SEL }   the text of each element matching SEL
+//         { "read": NAME, "attr": A, "of": SEL }   attribute A of each element matching SEL
+//         { "read": NAME, "boxes": true }  the flame graph's boxes: label, text, fill, place
+//         { "read": NAME, "scroll": SEL }  scrollTop, scrollHeight and clientHeight of SEL
+//         { "shot": PATH [, "of": SEL] }   a PNG screenshot of the window (or of SEL)
 // and prints one JSON document: a list of results, one per job.  Chromium runs headless,
 // without a sandbox (we are root), with a fresh profile directory, and without any network.
 'use strict';
@@ -192,13 +206,84 @@ async function svgJob(browser, job) {
   return out;
 }
 
+async function htmlStep(page, step, reads) {
+  const at = sel => step.text === undefined ? page.locator(sel).first()
+    : page.locator(sel).filter({ hasText: step.text }).first();
+  if (step.click !== undefined) {
+    await at(step.click).click();
+  } else if (step.hover !== undefined) {
+    await at(step.hover).hover();
+  } else if (step.select !== undefined) {
+    await page.selectOption(step.select, step.value);
+  } else if (step.fill !== undefined) {
+    await page.fill(step.fill, step.value);
+    await page.press(step.fill, 'Enter');
+  } else if (step.texts !== undefined) {
+    reads[step.read] = await page.$$eval(step.texts, es => es.map(e => e.textContent));
+  } else if (step.attr !== undefined) {
+    reads[step.read] = await page.$$eval(step.of, (es, a) => es.map(e => e.getAttribute(a)), step.attr);
+  } else if (step.boxes) {
+    reads[step.read] = await page.$$eval('#boxes > .b', es => es.map(e => ({ label: e._b.label || null,
+      text: e.textContent, fill: e.style.background, left: e.offsetLeft, width: e.offsetWidth,
+      top: e.offsetTop, anc: e.classList.contains('anc'), sel: e.classList.contains('sel') })));
+  } else if (step.scroll !== undefined) {
+    reads[step.read] = await page.$eval(step.scroll, e => ({ top: e.scrollTop, height: e.scrollHeight,
+      client: e.clientHeight }));
+  } else if (step.shot !== undefined) {
+    if (step.of) await page.locator(step.of).screenshot({ path: step.shot });
+    else await page.screenshot({ path: step.shot });
+  } else {
+    throw new Error('unknown step ' + JSON.stringify(step));
+  }
+}
+
+async function htmlJob(browser, job) {
+  const size = job.viewport || [1300, 900];
+  const page = await browser.newPage({ viewport: { width: size[0], height: size[1] } });
+  const url = 'file://' + path.resolve(job.file);
+  const errors = [], requests = [], reads = {};
+  page.on('pageerror', e => errors.push(String(e)));
+  page.on('console', m => { if (m.type() === 'error' || m.type() === 'warning') errors.push(m.type() + ': ' + m.text()); });
+  page.on('request', r => { if (r.url().split('?')[0] !== url) requests.push(r.url()); });
+  page.on('dialog', d => { errors.push('dialog: ' + d.message()); d.dismiss(); });
+  // when the page marks itself drawn, the frame after the next one: the first painted after it
+  await page.addInitScript(() => {
+    new MutationObserver((_, seen) => {
+      seen.disconnect();
+      requestAnimationFrame(() => requestAnimationFrame(() => { window.cprofPainted = performance.now(); }));
+    }).observe(document, { attributes: true, subtree: true, attributeFilter: ['data-ready'] });
+  });
+  // the CPU time of the page's main thread, which a busy machine does not lengthen as it does
+  // the wall-clock times
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send('Performance.enable');
+  const cpu = async () => (await cdp.send('Performance.getMetrics')).metrics.find(m => m.name === 'ThreadTime').value;
+  const cpu0 = await cpu();
+  // the page is drawn, or its script failed
+  const failed = new Promise(done => page.once('pageerror', done));
+  await page.goto(url + (job.query || ''));
+  await Promise.race([failed, page.waitForFunction(() => document.documentElement.dataset.ready !== undefined,
+    null, { timeout: 60000 })]);
+  const ready = await page.evaluate(() => document.documentElement.dataset.ready);
+  if (ready === undefined) {
+    await page.close();
+    return { errors, requests, error: 'the page was not drawn' };
+  }
+  const painted = await (await page.waitForFunction(() => window.cprofPainted)).jsonValue();
+  const thread = Math.round(1000 * (await cpu() - cpu0));
+  for (const step of job.steps || []) await htmlStep(page, step, reads);
+  await page.close();
+  return { errors, requests, ready: +ready, painted, thread, reads };
+}
+
 (async () => {
   const browser = await chromium.launch({ executablePath: process.env.CPROF_CHROMIUM || '/usr/bin/chromium',
     args: FLAGS, env: { ...process.env, HOME: os.tmpdir() } });
   const results = [];
   for (const job of jobs) {
     try {
-      results.push(job.kind === 'svg' ? await svgJob(browser, job) : await speedscopeJob(browser, job));
+      const run = { svg: svgJob, html: htmlJob }[job.kind] || speedscopeJob;
+      results.push(await run(browser, job));
     } catch (e) {
       results.push({ error: String(e && e.stack || e) });
     }

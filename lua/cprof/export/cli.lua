@@ -4,9 +4,10 @@
 --   cprof-stats FILE... --tree [--depth N] [--min-percent P] [--memory] [-o OUT] [PATTERN...]
 --   (--tree and --export also take --focus PATTERN and --hide PATTERN, as pprof's options)
 --   cprof-stats NEW... --diff BASE [--sort KEY] [--limit N] [--strip-dirs] [-o OUT] [PATTERN...]
---   cprof-stats NEW... --diff BASE --export svg|folded [-o OUT] [--weight W] [--threshold PERCENT]
+--   cprof-stats NEW... --diff BASE --export svg|html|folded [-o OUT] [--weight W] [--threshold PERCENT]
 --   cprof-stats FILE... --leaks | --memory --stacks N [--sort live] | --memory-types [PATTERN...]
---   cprof-stats FILE... --summary | --memory-series [--export svg] [-o OUT]
+--   cprof-stats FILE... --summary | --memory-series [--export svg|html] [-o OUT]
+--   (--html is --export html)
 --
 -- cprof-stats appends M.OPTIONS to its own table of options (one parser, one --help) and hands
 -- the command to M.cli_exports when M.wanted says so.  Every value these options take is
@@ -55,9 +56,13 @@ M.OPTIONS = {
              "flamegraph.pl), pstats (Python's pstats, snakeviz, gprof2dot), callgrind",
              "(KCachegrind, callgrind_annotate), speedscope, pprof (go tool pprof, gzipped",
              "profile.proto), chrome (Trace Event JSON, a synthetic time line of the call",
-             "tree).  Several FILEs are added, their call trees merged by path.  PATTERNs",
-             "keep only the call paths through matching functions.  docs/EXPORTS.md." },
+             "tree), html (one page: flame graph, table, callers, source, memory).  Several",
+             "FILEs are added, their call trees merged by path.  PATTERNs keep only the call",
+             "paths through matching functions.  docs/EXPORTS.md." },
     set = function(o, v) settings(o).format = v end },
+  { long = "html",
+    help = { "The same as --export html: one self-contained page to open in a browser." },
+    set = function(o) settings(o).format = "html" end },
   { long = "output", short = "o", arg = "FILE",
     help = { "With --export, --tree or --diff: write to FILE (replaced whole, or not at all",
              "when something fails) instead of standard output." },
@@ -68,10 +73,10 @@ M.OPTIONS = {
              "(bytes still live)." },
     set = function(o, v) settings(o).weight = v end },
   { long = "icicle",
-    help = { "With --export svg: draw the tree top-down (an icicle graph)." },
+    help = { "With --export svg or html: draw the tree top-down (an icicle graph)." },
     set = function(o) settings(o).icicle = true end },
   { long = "title", arg = "TEXT",
-    help = { "With --export svg: the flame graph's title." },
+    help = { "With --export svg or html: the flame graph's or the report's title." },
     set = function(o, v) settings(o).title = v end },
   { long = "tree",
     help = { "Print the call tree top-down: each call path once, indented by depth, with its",
@@ -110,7 +115,7 @@ M.OPTIONS = {
     "and the growth since the one before: memory over time from dumps taken one",
     "after another, in the order they were taken (by their profile's start, then",
     "by the numbers in their names: srv.2.prof before srv.10.prof).  With --export",
-    "svg, a line chart.  Exit status 1 when no FILE has memory numbers." }),
+    "svg or html, a line chart.  Exit status 1 when no FILE has memory numbers." }),
   { long = "focus", arg = "PATTERN",
     help = { "With --tree or --export: keep only the call paths through a function matching",
              "PATTERN, as pprof's -focus (a PATTERN operand does the same).  Repeatable: a",
@@ -127,12 +132,13 @@ M.OPTIONS = {
              "tottime first (--sort cumulative or calls for another; --limit and PATTERNs",
              "restrict the rows); new and gone functions are marked.  With --export svg, a",
              "differential flame graph (red grew, blue shrank, the shares of each total",
-             "compared); with --export folded, two counts per stack (difffolded.pl's format)." },
+             "compared); with --export html, that graph and the table of changes; with",
+             "--export folded, two counts per stack (difffolded.pl's format)." },
     set = function(o, v) settings(o).base = v end },
   { long = "threshold", arg = "PERCENT",
-    help = { "With --diff and --export svg: leave white the call paths whose share of the",
-             "total changed by less than PERCENT points (default 1), the noise between two",
-             "runs of one program; 0 colours every change." },
+    help = { "With --diff and --export svg or html: leave white the call paths whose share",
+             "of the total changed by less than PERCENT points (default 1), the noise",
+             "between two runs of one program; 0 colours every change." },
     set = function(o, v, fail) settings(o).threshold = number("threshold", v, fail, 0) end },
 }
 
@@ -194,8 +200,8 @@ function M.cli_exports(o, fail, stdout)
   local memctx = x.leaks or x.types or x.stacks
   local allowed
   if x.summary or x.series then
-    if x.series and x.format and x.format ~= "svg" then
-      fail("option --memory-series draws --export svg only, not " .. x.format)
+    if x.series and x.format and x.format ~= "svg" and x.format ~= "html" then
+      fail("option --memory-series draws --export svg or html only, not " .. x.format)
     end
     allowed = {}
   elseif memctx then
@@ -205,8 +211,8 @@ function M.cli_exports(o, fail, stdout)
   elseif x.tree then
     allowed = { memory = true, tree = true, paths = true }
   elseif x.format then
-    allowed = { weight = true, svg = x.format == "svg", paths = true,
-                threshold = x.format == "svg" and x.base ~= nil }
+    local drawn = x.format == "svg" or x.format == "html"
+    allowed = { weight = true, svg = drawn, paths = true, threshold = drawn and x.base ~= nil }
   else
     allowed = { sort = true, limit = true, strip = true, unit = true }
   end
@@ -253,6 +259,8 @@ function M.cli_exports(o, fail, stdout)
       export.output(out, false, function(sink)
         if x.summary then
           for _, s in ipairs(list) do summary.print(s, sink) end
+        elseif x.format == "html" then
+          require("cprof.export.html").series(list, sink)
         elseif x.format then
           summary.series_svg(list, sink)
         else

@@ -5,6 +5,7 @@
 --
 -- format: one of export.FORMATS (a module cprof.export.<format> each):
 --   svg         a self-contained flame graph (zoom, search, tooltips), docs/EXPORTS.md
+--   html        a self-contained report: flame graph, table, callers, source, memory, diff
 --   folded      Brendan Gregg's collapsed stacks (flamegraph.pl, speedscope, inferno)
 --   pstats      Python's marshal dict (pstats, snakeviz, gprof2dot, pyprof2calltree)
 --   callgrind   KCachegrind, QCacheGrind, callgrind_annotate
@@ -23,14 +24,15 @@
 --   focus     the same (pprof's -focus): a pattern or a list of them
 --   hide      a pattern or a list: matching functions leave the call tree, their own time
 --             and memory charged to their callers (pprof's -hide; cprof.export.model)
---   base      a source to compare with: svg draws a differential flame graph, folded writes
---             two counts per stack (difffolded.pl's format)
---   title, icicle, width, minwidth    svg only (cprof.export.svg)
---   threshold, normalize              svg with a base: the change under which a path stays
---             white, and whether the base is scaled to this total (cprof.export.svg)
+--   base      a source to compare with: svg draws a differential flame graph, html a
+--             differential report, folded writes two counts per stack (difffolded.pl's format)
+--   title, icicle, width, minwidth    svg (cprof.export.svg); title and icicle html too
+--   threshold, normalize              svg and html with a base: the change under which a path
+--             stays white, and whether the base is scaled to this total (cprof.export.svg)
 --
 -- Sources without a call tree (pstats files, Stats objects, getstats() tables) can be
--- written as pstats and callgrind only; the other formats say so.
+-- written as pstats and callgrind, and as html without its flame graph; the other formats say
+-- so.
 
 local _ENV = require("cprof.env")()
 
@@ -45,7 +47,7 @@ local type, ipairs, pairs, tostring, pcall, error, getmetatable =
 local concat, sformat = table.concat, string.format
 local fail = model_mod.fail
 
-M.FORMATS = { "svg", "folded", "pstats", "callgrind", "speedscope", "pprof", "chrome" }
+M.FORMATS = { "svg", "html", "folded", "pstats", "callgrind", "speedscope", "pprof", "chrome" }
 local KNOWN = {}
 for _, f in ipairs(M.FORMATS) do KNOWN[f] = true end
 
@@ -251,7 +253,7 @@ function M.export(format, source, out, opts)
     fail("%s: weight '%s' does not apply (%s)", format, weight, mod.WEIGHTS_TEXT)
   end
   if opts.base ~= nil and not mod.diff then
-    fail("%s cannot compare two profiles (svg and folded can)", format)
+    fail("%s cannot compare two profiles (svg, html and folded can)", format)
   end
   opts = M.tree_options(opts)
   if (#opts.patterns > 0 or #opts.hide > 0) and not mod.restricts then

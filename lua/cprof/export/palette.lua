@@ -13,6 +13,9 @@
 --                                     the fill of a change: red grew, blue shrank, neutral
 --                                     under the threshold
 --   palette.THRESHOLD                 the default threshold (percent of the total)
+--   palette.compare(m, base, incl, weight, opts, format)
+--                                     a differential graph's numbers: the base aligned, the
+--                                     changes, the threshold checked (svg and html draw these)
 --
 -- Every fill here keeps black labels readable: its contrast ratio against black is at least
 -- 4.5 (WCAG's AA for text), which spec/export_svg_spec.lua checks.
@@ -20,6 +23,8 @@
 local _ENV = require("cprof.env")()
 
 local M = {}
+
+local model_mod = require("cprof.export.model")
 
 local floor, abs, sformat, sbyte = math.floor, math.abs, string.format, string.byte
 
@@ -111,6 +116,31 @@ function M.change(pct, max, threshold)
   local c = {}
   for i = 1, 3 do c[i] = floor(NEUTRAL[i] + (to[i] - NEUTRAL[i]) * t + 0.5) end
   return sformat("rgb(%d,%d,%d)", c[1], c[2], c[3])
+end
+
+--- The numbers of a differential graph of `m` (with `incl`, its inclusive values of `weight`)
+--- against `base` (another model): D.binc the base's inclusive values, D.to_base the base's node
+--- of each node's path, D.pct each node's change in percent of the total and D.max the largest
+--- (M.changes), D.threshold (opts.threshold, checked; default M.THRESHOLD), D.normalize, and
+--- D.base_only the paths only the base has (the highest of each).  `format` names the export in
+--- errors.
+function M.compare(m, base, incl, weight, opts, format)
+  base:need_tree(format)
+  local threshold = opts.threshold or M.THRESHOLD
+  if type(threshold) ~= "number" or not (threshold >= 0 and threshold < 100) then
+    model_mod.fail("%s: threshold must be a percentage of at least 0 and under 100", format)
+  end
+  local D = { threshold = threshold, normalize = opts.normalize ~= false, base_only = 0 }
+  D.binc = base:inclusive(base:restrict(base:weight(weight), opts.patterns))
+  local matched
+  D.to_base, matched = m:align(base)
+  D.pct, D.max = M.changes(m.n, incl, D.binc, D.to_base, D.normalize)
+  for j = 1, base.n do
+    if not matched[j] and D.binc[j] > 0 and (base.parent[j] == 0 or matched[base.parent[j]]) then
+      D.base_only = D.base_only + 1
+    end
+  end
+  return D
 end
 
 return M

@@ -297,28 +297,6 @@ local function layout(m, incl, scale, minw)
   return B, maxdepth, merged
 end
 
--- The numbers of a differential graph: the base's value of each node's path (binc[to_base[k]]),
--- each node's change in percent of the total and the largest (palette.changes), the threshold,
--- and how many of the base's paths this profile lacks.
-local function compare(m, base, incl, weight, opts)
-  base:need_tree("svg")
-  local threshold = opts.threshold or palette.THRESHOLD
-  if type(threshold) ~= "number" or not (threshold >= 0 and threshold < 100) then
-    model_mod.fail("svg: threshold must be a percentage of at least 0 and under 100")
-  end
-  local D = { threshold = threshold, normalize = opts.normalize ~= false, base_only = 0 }
-  D.binc = base:inclusive(base:restrict(base:weight(weight), opts.patterns))
-  local matched
-  D.to_base, matched = m:align(base)
-  D.pct, D.max = palette.changes(m.n, incl, D.binc, D.to_base, D.normalize)
-  for j = 1, base.n do
-    if not matched[j] and D.binc[j] > 0 and (base.parent[j] == 0 or matched[base.parent[j]]) then
-      D.base_only = D.base_only + 1
-    end
-  end
-  return D
-end
-
 -- A node's tooltip lines on its change against the base.
 local function change_info(D, k, incl, fmt)
   local j = D.to_base[k]
@@ -362,7 +340,7 @@ function M.write(m, sink, opts, weight, base)
   local total = incl[0]
   local F, N, frame = m.F, m.N, m.frame
   local fmt = FORMAT[weight]
-  local D = base and compare(m, base, incl, weight, opts)
+  local D = base and palette.compare(m, base, incl, weight, opts, "svg")
 
   local usable = width - 2 * XPAD
   local scale = total > 0 and usable / total or 0

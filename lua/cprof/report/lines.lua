@@ -29,8 +29,9 @@ end
 -- The most of a source file read: a profile names its files, and nothing in it is trusted.
 local MAX_SOURCE = 2 ^ 26
 
--- The lines of a source file ("\n" or "\r\n" endings), or nil when it cannot be read (or is no
--- regular file: a profile's file name may be a FIFO's, or /dev/zero).
+--- The lines of a source file ("\n" or "\r\n" endings), or nil when it cannot be read (or is no
+--- regular file: a profile's file name may be a FIFO's, or /dev/zero).  The HTML report reads
+--- its sources with this too.
 local function source_lines(file)
   if type(file) ~= "string" or file == "" or ssub(file, 1, 1) == "[" or not dump.is_regular(file) then
     return nil
@@ -45,6 +46,17 @@ local function source_lines(file)
   for line in string.gmatch((text .. "\n"), "([^\n]*)\n") do lines[#lines + 1] = (sgsub(line, "\r$", "")) end
   if ssub(text, -1) == "\n" then lines[#lines] = nil end
   return lines
+end
+M.source_lines = source_lines
+
+--- The lines a function's report spans: from its first line (key[2]) to its last (the dump's
+--- lastline), widened to every line recorded (`nums`, sorted) when those are unknown or narrower.
+function M.span(st, key, nums)
+  local first, last = key[2], st.lastline[key]
+  if type(first) ~= "number" or first < 1 or nums[1] < first then first = nums[1] end
+  if type(last) ~= "number" or last < first then last = nums[#nums] end
+  if nums[#nums] > last then last = nums[#nums] end
+  return first, last
 end
 
 -- A source line as the report shows it: tabs expanded to stops every 8 characters of the line
@@ -77,10 +89,7 @@ local function print_function(st, key, lines, unit, sources, out)
   table.sort(nums)
   local total = 0
   for _, line in ipairs(nums) do total = total + lines[line].time end
-  local first, last = key[2], st.lastline[key]
-  if type(first) ~= "number" or first < 1 or nums[1] < first then first = nums[1] end
-  if type(last) ~= "number" or last < first then last = nums[#nums] end
-  if nums[#nums] > last then last = nums[#nums] end
+  local first, last = M.span(st, key, nums)
 
   local file = key[1]
   if sources[file] == nil then sources[file] = source_lines(file) or false end

@@ -87,22 +87,24 @@ end
 local function live_count(N, k) return N.alloc_count[k] - N.free_count[k] end
 local function live_bytes(N, k) return N.alloc_bytes[k] - N.free_bytes[k] end
 
---- cprof-stats --leaks: every context still holding blocks, most live bytes first.  A context
---- that holds only raw memory (no object: a stack, the string table, a buffer it grew) is not
---- a leak of its own and is counted in one line at the end; dumps without the per-type
---- columns list every context.
-function M.leaks(m, out, opts)
+--- The contexts still holding blocks, most live bytes first: rows { k = node, blocks, bytes,
+--- types } (types: the live blocks per Lua type as text, "" when the dump has no counts per
+--- type).  A context that holds only raw memory (no object: a stack, the string table, a buffer
+--- it grew) is not a leak of its own: such contexts are counted apart.  Returns the rows,
+--- whether the dump has the per-type columns, and the raw-only contexts' count and bytes.
+--- cprof-stats --leaks prints these; the HTML report shows them.
+function M.leak_rows(m, patterns)
   need_memory(m)
   local N = m.N
   local typed = has_types(N)
   local rows, raw_only, raw_bytes = {}, 0, 0
-  local keep = kept(m, opts.patterns)
+  local keep = kept(m, patterns)
   for k = 1, m.n do
     if live_count(N, k) > 0 and keep[k] ~= 0 then
       local types, objects = "", true
       if typed then types, objects = live_types(N, k) end
       if objects then
-        rows[#rows + 1] = { k = k, types = types }
+        rows[#rows + 1] = { k = k, types = types, blocks = live_count(N, k), bytes = live_bytes(N, k) }
       else
         raw_only = raw_only + 1
         raw_bytes = raw_bytes + live_bytes(N, k)
@@ -110,10 +112,23 @@ function M.leaks(m, out, opts)
     end
   end
   sort(rows, function(a, b)
-    local x, y = live_bytes(N, a.k), live_bytes(N, b.k)
-    if x ~= y then return x > y end
+    if a.bytes ~= b.bytes then return a.bytes > b.bytes end
     return a.k < b.k
   end)
+  return rows, typed, raw_only, raw_bytes
+end
+
+--- The sentence on the contexts that hold only raw memory (see M.leak_rows).
+function M.raw_note(raw_only, raw_bytes)
+  return sformat("and %d context%s holding only raw memory (no object: stacks, the string table,"
+    .. " buffers): %s bytes", raw_only, raw_only == 1 and "" or "s", int_str(raw_bytes))
+end
+
+--- cprof-stats --leaks: every context still holding blocks, most live bytes first (M.leak_rows);
+--- dumps without the per-type columns list every context.
+function M.leaks(m, out, opts)
+  local rows, typed, raw_only, raw_bytes = M.leak_rows(m, opts.patterns)
+  local N = m.N
   local all = #rows
   rows = limited(rows, opts)
   out(sformat("Leaks in %s: blocks still live when the profile was written, by allocation"
@@ -122,16 +137,12 @@ function M.leaks(m, out, opts)
   for _, r in ipairs(rows) do
     local k = r.k
     out(sformat("%12s live blocks %14s live bytes   (%s allocations, %s frees)\n",
-      int_str(live_count(N, k)), int_str(live_bytes(N, k)), int_str(N.alloc_count[k]),
-      int_str(N.free_count[k])))
+      int_str(r.blocks), int_str(r.bytes), int_str(N.alloc_count[k]), int_str(N.free_count[k])))
     if r.types ~= "" then out("      live: " .. r.types .. "\n") end
     stack_lines(m, k, out)
     out("\n")
   end
-  if raw_only > 0 then
-    out(sformat("   and %d context%s holding only raw memory (no object: stacks, the string"
-      .. " table, buffers): %s bytes\n", raw_only, raw_only == 1 and "" or "s", int_str(raw_bytes)))
-  end
+  if raw_only > 0 then out("   " .. M.raw_note(raw_only, raw_bytes) .. "\n") end
   if not typed then
     out("   (this dump has no counts per Lua type: every context with live blocks is listed)\n")
   end

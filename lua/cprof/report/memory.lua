@@ -39,6 +39,15 @@ local function memory_line(key, m)
     .. " " .. funckey.display_name(key)
 end
 
+--- The memory of all the functions of st summed, as one line (without newline).
+function M.totals_line(st)
+  local t = NO_MEMORY
+  for _, key in ipairs(st.order) do t = profdata.add_memory(t, st.mem[key] or NO_MEMORY) end
+  return sformat("%s allocations of %s bytes, %s frees of %s bytes, %s bytes live",
+    int_str(t.alloc_count), int_str(t.alloc_bytes), int_str(t.free_count), int_str(t.free_bytes),
+    int_str(t.alloc_bytes - t.free_bytes))
+end
+
 --- Stats:print_memory(...): file lines, the totals over all functions, then the table of the
 --- functions left by the restrictions, in the current order.
 function M.print_memory(st, out, sel)
@@ -48,11 +57,7 @@ function M.print_memory(st, out, sel)
     return
   end
   text.print_files(st, out)
-  local t = NO_MEMORY
-  for _, key in ipairs(st.order) do t = profdata.add_memory(t, st.mem[key] or NO_MEMORY) end
-  out(sformat("         %s allocations of %s bytes, %s frees of %s bytes, %s bytes live\n\n",
-    int_str(t.alloc_count), int_str(t.alloc_bytes), int_str(t.free_count), int_str(t.free_bytes),
-    int_str(t.alloc_bytes - t.free_bytes)))
+  out("         " .. M.totals_line(st) .. "\n\n")
   local _, list, msg = restrictions.print_list(st, sel)
   if #list > 0 then
     out(msg .. "\n")

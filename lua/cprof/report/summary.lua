@@ -9,6 +9,7 @@
 --   summary.in_order(list)         the summaries in the order the dumps were taken
 --   summary.series(list, out)      cprof-stats --memory-series: one row per dump
 --   summary.series_svg(list, out)  the same as an SVG line chart of the byte counts
+--   summary.COLUMNS, CHARTED, COLORS   the series' columns, those the charts draw, their colours
 
 local _ENV = require("cprof.env")()
 
@@ -144,6 +145,13 @@ local COLUMNS = {
 -- The values of the series that a chart draws: byte counts.
 local CHARTED = { 1, 3, 4, 6 }
 
+-- The charts' colours, one per line drawn.
+local COLORS = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728" }
+
+--- The columns of the series ({ heading, value(summary) }), those a chart draws (indices) and
+--- their colours: the text, the SVG and the HTML report show the same numbers.
+M.COLUMNS, M.CHARTED, M.COLORS = COLUMNS, CHARTED, COLORS
+
 --- cprof-stats --memory-series FILE...: one row per dump in the order given (M.in_order makes
 --- it the order they were taken), with the growth of Lua's bytes since the previous one.
 function M.series(list, out)
@@ -186,7 +194,6 @@ function M.series_svg(list, out)
   local n = #list
   local function x(i) return L + (n > 1 and (i - 1) * (W - L - R) / (n - 1) or (W - L - R) / 2) end
   local function y(v) return T + (H - T - B) * (1 - v / max) end
-  local colors = { "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728" }
   local parts = {
     sformat('<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" font-family="sans-serif" font-size="12">\n', W, H),
     sformat('<text x="%d" y="18">Memory over %d dumps (bytes)</text>\n', L, n),
@@ -207,9 +214,9 @@ function M.series_svg(list, out)
     end
     if #pts > 0 then
       parts[#parts + 1] = sformat('<polyline fill="none" stroke="%s" stroke-width="2" points="%s"/>\n',
-        colors[k], concat(pts, " "))
+        COLORS[k], concat(pts, " "))
       parts[#parts + 1] = sformat('<text x="%d" y="%d" fill="%s">%s</text>\n', W - R + 10,
-        T + 16 * k, colors[k], xml(COLUMNS[ci][1]))
+        T + 16 * k, COLORS[k], xml(COLUMNS[ci][1]))
     end
   end
   parts[#parts + 1] = "</svg>\n"
