@@ -38,7 +38,8 @@ local M = {}
 
 M.FORMATS = export.FORMATS
 local SUFFIX = { svg = ".svg", folded = ".folded", pstats = ".pstats", callgrind = ".callgrind",
-                 speedscope = ".speedscope.json", pprof = ".pb.gz", chrome = ".trace.json" }
+                 speedscope = ".speedscope.json", pprof = ".pb.gz", chrome = ".trace.json",
+                 html = ".html" }
 
 -------------------------------------------------------------------------------------------------
 -- The readers' command lines
@@ -573,10 +574,31 @@ function check.svg(_, path)
   return "strict UTF-8 XML"
 end
 
+-- The page's table against cprof-stats' rows: the same functions with the same calls.
+function check.html(c, path)
+  python("utf8", path)
+  local doc = X.html_doc(S.read_file(path))
+  local bad = M.problems()
+  local rows, names, nrows, calls = doc.table.rows, doc.table.names, 0, 0
+  for _ in pairs(c.rows) do nrows = nrows + 1 end
+  if #rows ~= nrows then bad.add("%d rows, cprof-stats %d functions", #rows, nrows) end
+  for i, r in ipairs(rows) do
+    calls = calls + r[1]
+    local want = c.rows[names[i]]
+    if want and (r[1] ~= want[2] or r[2] ~= want[1]) then
+      bad.add("%s: %s/%s calls, cprof-stats %s/%s", names[i], r[1], r[2], want[2], want[1])
+    end
+  end
+  if calls ~= c.st.total_calls then bad.add("%d calls in all, cprof-stats %d", calls, c.st.total_calls) end
+  if bad.text() then error(bad.text(), 0) end
+  return ("strict UTF-8, its table: %d functions, %d calls"):format(#rows, calls)
+end
+
 -- The reader each format needs, and what it needs besides.
 local READERS = { pstats = { "python3" }, callgrind = { "callgrind_annotate" }, pprof = { "go" },
                   speedscope = { "python3", "node", "chromium" }, folded = { "python3", "node", "chromium" },
-                  chrome = { "python3", "node", "chromium" }, svg = { "python3" } }
+                  chrome = { "python3", "node", "chromium" }, svg = { "python3" },
+                  html = { "python3" } }
 local IN_BROWSER = { speedscope = true, folded = true, chrome = true }
 
 local function missing(format)

@@ -12,14 +12,7 @@ local cjson = require "cjson"
 
 local unpack = table.unpack or unpack
 
-local OPEN = '<script id="cprof-data" type="application/json">'
-
--- The page's data document, decoded, and the page.
-local function doc_of(html)
-  local i = assert(html:find(OPEN, 1, true), "no data element")
-  local j = assert(html:find("</script>", i, true))
-  return cjson.decode(html:sub(i + #OPEN, j - 1)), html
-end
+local doc_of, OPEN = X.html_doc, X.HTML_DATA
 
 local function export(source, opts)
   return doc_of((X.export("html", source, opts)))
@@ -331,10 +324,16 @@ describe("html export", function()
     _, err, status = cli(S.q(dump) .. " --diff " .. S.q(dump) .. " --html --threshold 2 -o " .. S.q(a))
     assert.equal(0, status, err)
     assert.equal(2, doc_of(S.read_file(a)).diff.threshold)
-    _, err, status = cli(S.q(dump) .. " " .. S.q(dump) .. " --memory-series --html -o " .. S.q(a))
+    -- a series needs dumps with memory numbers: the totals charged to contexts
+    local mdump = S.tmpname(".prof")
+    local md = X.sample(true)
+    md.meta.memory_allocs, md.meta.memory_bytes, md.meta.memory_frees, md.meta.memory_freed = 4, 900, 1, 100
+    require("cprof.dump").write(mdump, md)
+    _, err, status = cli(S.q(mdump) .. " " .. S.q(mdump) .. " --memory-series --html -o " .. S.q(a))
     assert.equal(0, status, err)
     local s = doc_of(S.read_file(a)).series
-    assert.same({ dump, dump }, s.files)
+    os.remove(mdump)
+    assert.same({ mdump, mdump }, s.files)
     assert.equal("lua bytes", s.columns[1].name)
     assert.is_true(s.columns[1].chart)
     _, err, status = cli(S.q(dump) .. " --memory-series --export pprof")

@@ -322,6 +322,14 @@ function X.run(cmd)
   return S.capture("env -u LD_PRELOAD -u ASAN_OPTIONS -u UBSAN_OPTIONS -u LSAN_OPTIONS " .. cmd)
 end
 
+--- The data document embedded in an HTML report (cprof.export.html), decoded, and the page.
+X.HTML_DATA = '<script id="cprof-data" type="application/json">'
+function X.html_doc(html)
+  local i = assert(html:find(X.HTML_DATA, 1, true), "no data element")
+  local j = assert(html:find("</script>", i, true))
+  return require("cjson").decode(html:sub(i + #X.HTML_DATA, j - 1)), html
+end
+
 --- What exporting `source` gives, as a string.
 function X.export(format, source, opts)
   local out = S.collector()
