@@ -119,10 +119,11 @@ static void hook_resumed_thread(Profiler *P, lua_State *L, lua_Debug *ar, lua_CF
 static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *caller, uint32_t e,
                      const void *key, const void *src, int line) {
   P->mem.in_hook = 1;
+  int cache = 1;
   if (e == IDX_NONE) {
     e = ident_fast(P, L, ar, key, src, line);
     /* Only a key the function table vouches for may be cached (ident_fast). */
-    if (e != IDX_NONE && fn_find_key(&P->fns, key, src, line, NULL, 0) != e) caller = NULL;
+    cache = e == IDX_NONE || fn_find_key(&P->fns, key, src, line, NULL, 0) == e;
   }
   uint32_t lk = IDX_NONE;
   if (e != IDX_NONE) {
@@ -131,7 +132,8 @@ static uint32_t miss(Profiler *P, lua_State *L, lua_Debug *ar, const Frame *call
                    e, filters_excluded(P, L, e));
     if (P->lines.on == LINES_CHOSEN) filters_choose_lines(P, L, e);
     if (lk != IDX_NONE && P->tree.nlinks != links) ident_name_from_call(P, L, ar, e);
-    if (lk != IDX_NONE && caller) tree_remember(&P->tree.nodes[caller->node], key, src, line, lk);
+    if (lk != IDX_NONE && caller && cache)
+      tree_remember(&P->tree.nodes[caller->node], key, src, line, lk);
   }
   P->mem.in_hook = 0;
   return lk;
