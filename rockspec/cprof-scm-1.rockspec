@@ -139,6 +139,7 @@ build = {
             "src/util/array.c",
             "src/util/fault.c",
             "src/util/idxmap.c",
+            "src/util/symbol.c",
             "src/util/weak.c",
          },
          defines = { "_GNU_SOURCE" },
