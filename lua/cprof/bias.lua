@@ -34,6 +34,7 @@
 local _ENV = require("cprof.env")()
 
 local profdata = require "cprof.profdata"
+local args = require "cprof.args"
 
 local M = {}
 
@@ -166,6 +167,7 @@ end
 ---   { frame_own = {kind → column}, frame_cum = ..., node_own = ..., node_cum = ... }
 --- (frame_cum is nil for a frame no tree node has: its cumulative time keeps its own events.)
 function M.counts(d)
+  args.check(type(d) == "table" and type(d.frames) == "table", d, 1, "counts", "profile data")
   local frames, edges, nodes = d.frames, d.edges or { n = 0 }, d.nodes or { n = 0 }
   local nf, nn = frames.n, nodes.n or 0
   local fown, nown, ncum = zeros(nf), zeros(nn), zeros(nn)
@@ -277,6 +279,8 @@ end
 
 --- The events of each kind in the whole profile: { kind → count } (the sum of frame_own).
 function M.totals(c)
+  args.check(type(c) == "table" and type(c.frame_own) == "table", c, 1, "totals",
+             "counts (bias.counts)")
   local t = {}
   for _, k in ipairs(KINDS) do
     local s = 0

@@ -76,10 +76,11 @@ local function kept_model(p)
   return kept[key] or nil
 end
 
--- Sets profile p's bias: a number (seconds per event, kept by the C profile) or a model.
+-- Sets profile p's bias: a number (seconds per event, kept by the C profile) or a model; either
+-- is checked first (bias.model: a finite number, known kinds).
 local function set_bias(p, b, what)
+  local m = bias_mod.model(b, what)
   if type(b) == "table" then
-    local m = bias_mod.model(b, what)
     raw_bias(p, 0)
     models[p] = m
   else
@@ -104,7 +105,7 @@ function cprof.Profile(opts)
   end
   local ok, p = pcall(core.new, opts)
   if not ok then error(p, 2) end -- reported at the caller's line
-  if type(b) == "table" then
+  if b ~= nil then
     local mok, err = pcall(set_bias, p, b, "option 'bias'")
     if not mok then error(err, 2) end
   elseif b == nil then
@@ -130,6 +131,7 @@ end
 --- turns its line events on or off.
 function methods:sibling(lines)
   check_self(self, "sibling")
+  args.check(lines == nil or type(lines) == "boolean", lines, 1, "sibling", "boolean")
   local q = raw_sibling(self, lines)
   models[q] = models[self]
   return q
@@ -278,8 +280,11 @@ function cprof.save_calibration(timer, n, processes)
   processes = processes or calibrate_mod.PROCESSES
   args.check(type(processes) == "number" and processes >= 1 and processes % 1 == 0, processes, 3,
              "save_calibration", "a whole number of processes, 1 or more")
+  args.check(timer == nil or type(timer) == "string" or type(timer) == "function", timer, 1,
+             "save_calibration", "timer name or function")
   n = check_calls(n, 2, "save_calibration")
-  local p = cprof.Profile { timer = timer, bias = 0 }
+  local pok, p = pcall(cprof.Profile, { timer = timer, bias = 0 })
+  if not pok then error(p, 2) end
   local meta = raw_snapshot(p).meta
   local ok, m = pcall(calibrate_mod.machine, type(timer) == "function" and timer or meta.timer,
                       n, processes, interpreter_at_load, function() return p:calibrate(n) end)
@@ -351,9 +356,14 @@ end
 --- A dump file name: `pattern` with %p replaced by the process id, %n by `seq` (the dump's
 --- number) and %% by %.
 function cprof.dump_name(pattern, seq)
+  args.check(type(pattern) == "string", pattern, 1, "dump_name", "string")
+  if seq ~= nil or string.find(string.gsub(pattern, "%%%%", ""), "%%n") then
+    args.check(type(seq) == "number" and seq >= 0 and seq < 2^53 and seq % 1 == 0, seq, 2,
+               "dump_name", "whole number of the dump, 0 or more")
+  end
   return (string.gsub(pattern, "%%([%%pn]?)", function(c)
     if c == "p" then return tostring(process_id()) end
-    if c == "n" then return tostring(seq) end
+    if c == "n" then return string.format("%.0f", seq) end
     return "%"
   end))
 end
@@ -363,16 +373,26 @@ local Live = {}
 Live.__index = Live
 args.name_objects(Live, "cprof.Live")
 
+local function check_live(h, fname)
+  args.check_self(getmetatable(h) == Live, h, fname, "cprof.Live", 1)
+end
+
 --- Writes the next dump now (its file name with the next number); returns the name.
 function Live:dump()
+  check_live(self, "dump")
   self.n = self.n + 1
   local name = self.name(self.n)
+  if type(name) ~= "string" then
+    error(string.format("cprof: live dump %d: the function given as option 'file' of live returned"
+      .. " %s, not a file name", self.n, args.typename(name)), 2)
+  end
   self.profile:dump_stats(name, { reset = self.reset })
   return name
 end
 
 --- No more signals or timer: what asks for dumps is gone (the profile goes on).
 function Live:stop()
+  check_live(self, "stop")
   self.handle:stop()
 end
 Live.__close = Live.stop
@@ -419,10 +439,9 @@ function cprof.load(file)
   return d
 end
 
-local function compile(code, env)
-  if type(code) ~= "string" then
-    error(string.format("cprof: code to profile must be a string of Lua, not a %s", type(code)), 3)
-  end
+-- `code` compiled with environment `env`; a bad `code` is argument #1 of public function fname.
+local function compile(code, env, fname)
+  args.check(type(code) == "string", code, 1, fname, "string of Lua", 1)
   local chunk, err = load(code, code, "t", env)
   if not chunk then error("cprof: " .. err, 3) end
   -- LuaJIT's load has no env argument.
@@ -462,7 +481,7 @@ end
 --- Profiles `code` (a string of Lua) run in the global environment. Returns the profile.
 function methods:run(code)
   check_self(self, "run")
-  self:runcall(compile(code, _G))
+  self:runcall(compile(code, _G, "run"))
   return self
 end
 
@@ -470,7 +489,7 @@ end
 function methods:runctx(code, env, locals)
   check_self(self, "runctx")
   check_scope(env, locals)
-  local ok, err = run_scoped(self, compile(code, locals or env), env, locals)
+  local ok, err = run_scoped(self, compile(code, locals or env, "runctx"), env, locals)
   if not ok then error(err, 0) end
   return self
 end
@@ -501,7 +520,7 @@ function cprof.run(code, filename, sort)
   if filename ~= nil then dump.check_path(filename, "run", 2, 2) end
   check_sort(sort)
   local p = cprof.Profile()
-  local chunk = compile(code, _G)
+  local chunk = compile(code, _G, "run")
   local ok, err = pcall(p.runcall, p, chunk)
   return finish(p, filename, sort, ok, err)
 end
@@ -512,7 +531,7 @@ function cprof.runctx(code, env, locals, filename, sort)
   if filename ~= nil then dump.check_path(filename, "runctx", 2, 4) end
   check_sort(sort)
   local p = cprof.Profile()
-  local chunk = compile(code, locals or env)
+  local chunk = compile(code, locals or env, "runctx")
   return finish(p, filename, sort, run_scoped(p, chunk, env, locals))
 end
 
@@ -525,6 +544,7 @@ cprof.regions = {}
 --- disables it, and the next region of the same name adds to it (cprof.regions[name]).
 function cprof.region(name, opts)
   args.check(type(name) == "string", name, 1, "region", "string")
+  args.check(opts == nil or type(opts) == "table", opts, 2, "region", "table of options")
   local p = cprof.regions[name]
   if p == nil then
     local ok, made = pcall(cprof.Profile, opts)

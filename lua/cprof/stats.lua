@@ -397,6 +397,7 @@ end
 --- Returns self.
 function Stats:print_tree(opts)
   check_report(self, "print_tree")
+  args.check(opts == nil or type(opts) == "table", opts, 1, "print_tree", "table of options")
   local m = require("cprof.export").model(self)
   local buf = {}
   require("cprof.report.tree").write(m, function(s) buf[#buf + 1] = s end, opts)
