@@ -5,7 +5,7 @@
 --- CPROF_SORT: sort keys, comma-separated (default "cumulative").
 --- CPROF_LIMIT: how many rows to print (default 30; 0 or "all" for every row).
 --- CPROF_OUT: write the profile to this file as a dump (%p: the process id, %n: the dump's
----   number, %%: %), and print no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
+---   number in 8 digits, %%: %), and print no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
 --- CPROF_SIGNAL: USR1, USR2 or HUP: on that signal, write a dump while the program runs (to
 ---   CPROF_OUT, or cprof.%p.%n.prof), when a function next returns.
 --- CPROF_INTERVAL: write one such dump every this many seconds.

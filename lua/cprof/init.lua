@@ -353,8 +353,12 @@ function methods:dump_stats(file, opts)
   return self
 end
 
+--- The digits %n has at least (zeros in front): the names of a server's dumps, one a second
+--- for three years, list in the order they were written (`ls`, a shell's `*`).
+cprof.DUMP_NUMBER_DIGITS = 8
+
 --- A dump file name: `pattern` with %p replaced by the process id, %n by `seq` (the dump's
---- number) and %% by %.
+--- number, a whole number of at least DUMP_NUMBER_DIGITS digits) and %% by %.
 function cprof.dump_name(pattern, seq)
   args.check(type(pattern) == "string", pattern, 1, "dump_name", "string")
   if seq ~= nil or string.find(string.gsub(pattern, "%%%%", ""), "%%n") then
@@ -363,7 +367,7 @@ function cprof.dump_name(pattern, seq)
   end
   return (string.gsub(pattern, "%%([%%pn]?)", function(c)
     if c == "p" then return tostring(process_id()) end
-    if c == "n" then return string.format("%.0f", seq) end
+    if c == "n" then return string.format("%0" .. cprof.DUMP_NUMBER_DIGITS .. ".0f", seq) end
     return "%"
   end))
 end
