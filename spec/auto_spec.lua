@@ -64,6 +64,43 @@ print("hi")
   end)
 end)
 
+describe("cprof.auto when nothing is recorded (issue 28, C.6)", function()
+  it("says which pattern left out the script when a filter leaves nothing", function()
+    local script = "local function f() return 1 end\nf()\nprint(type(f))\n"
+    local out, err, status, src = run(script, "CPROF_EXCLUDE='nosuch;tmp'")
+    assert.are.same({ "function\n", 0 }, { out, status })
+    local q = src:gsub("%p", "%%%0")
+    assert.matches("^cprof: the file filters left nothing to record: CPROF_EXCLUDE's 'tmp' found "
+      .. q .. " %(the script%) %(Lua patterns, found anywhere in the file names above:"
+      .. " '%^/usr/share/lua/' takes one folder%)\n[^\n]* 0 function calls", err)
+    _, err = run(script, "CPROF_INCLUDE='^/src/'")
+    assert.matches("^cprof: the file filters left nothing to record: no pattern of CPROF_INCLUDE"
+      .. " found /[^ ]+%.lua %(the script%)", err)
+    -- a filter that leaves something says nothing
+    _, err = run(script, "CPROF_EXCLUDE='^/nosuch/'")
+    assert.matches("^ +4 function calls", err) -- f, type, print, the main chunk
+  end)
+
+  it("prints no report and writes no dump when the program never ran", function()
+    local dir = S.new_dir()
+    local o, e, status = S.capture(("%s -l cprof.auto %s"):format(S.lua, S.q(dir .. "/nosuch.lua")))
+    assert.are.equal("", o)
+    assert.matches("^[%w.]+: cannot open " .. (dir .. "/nosuch.lua"):gsub("%p", "%%%0")
+      .. "[^\n]*\n$", e)
+    assert.are.equal(1, status) -- lua's own
+    o, e, status = S.capture(("CPROF_OUT=%s %s -l cprof.auto %s"):format(
+      S.q(dir .. "/out.prof"), S.lua, S.q(dir .. "/nosuch.lua")))
+    assert.are.same({ "", 1 }, { o, status })
+    assert.not_matches("cprof", e)
+    assert.is_nil(S.read_file(dir .. "/out.prof"))
+    -- a script that does not compile: lua5.4's message alone, and its status
+    local _, err, st = run("x = = 1\n")
+    assert.are.equal(1, st)
+    assert.not_matches("function calls", err)
+    S.remove_dir(dir)
+  end)
+end)
+
 describe("cprof.auto with CPROF_TIMER", function()
   it("profiles with the timer named, and falls back with a message on a bad one", function()
     local script = "local function f() end\nf()\n"
