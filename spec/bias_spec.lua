@@ -607,6 +607,13 @@ describe("the kept calibration", function()
     assert.are.equal(0, status, err)
     local path = err:match("the bias model is kept in (%S+)")
     assert.is_truthy(path, err)
+    -- a line as it starts and as each process ends (issue 28, C.5)
+    local ns = "%(ns: lua_call [-%d.]+, c_call [-%d.]+, switch [-%d.]+, wrap [-%d.]+, line [-%d.]+%)\n"
+    assert.matches("^cprof: CPROF_CALIBRATE=save: measuring this machine's bias model of timer %w+,"
+      .. " in fresh processes one after the other %(a line as each ends%)\n"
+      .. "cprof: CPROF_CALIBRATE=save: process 1 of 2 done, %d+ s so far " .. ns
+      .. "cprof: CPROF_CALIBRATE=save: process 2 of 2 done, %d+ s so far " .. ns
+      .. "cprof: CPROF_CALIBRATE=save: the bias model is kept in ", err)
     assert.is_truthy(calibrate.load(path))
     assert.matches("cprof: calibrated %(saved %d+%-%d+%-%d+ %d+:%d+ UTC, median of 2 processes%)",
                    err)
@@ -749,9 +756,15 @@ describe("the machine's model", function()
       "if [ $n = 0 ]; then echo 'lua_call = 3e-08' > \"$file\"; echo 'probe = 3e-05' >> \"$file\"",
       "else echo 'lua_call = 1e-08' > \"$file\"; echo 'probe = 1e-05' >> \"$file\"; fi", "" }, "\n"))
     assert(os.execute("chmod +x " .. S.q(path)))
-    local m = calibrate.machine("tsc", 10, 3, path, error)
+    local ended = {}
+    local m = calibrate.machine("tsc", 10, 3, path, error, function(i, k, model, again)
+      ended[#ended + 1] = { i, k, model.lua_call, again }
+    end)
     local runs = S.read_file(dir .. "/n")
     S.remove_dir(dir)
+    -- each process said as it ended, the one measured again twice
+    assert.are.same({ { 1, 3, 3e-8, false }, { 2, 3, 1e-8, false }, { 3, 3, 1e-8, false },
+                      { 1, 3, 1e-8, true } }, ended)
     assert.are.same({ 1e-8, 1e-8, 1e-8 }, m.processes.lua_call)
     assert.are.equal(1e-8, m.lua_call)
     assert.are.equal(1, m.remeasured)

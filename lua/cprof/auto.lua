@@ -287,7 +287,23 @@ elseif calibrate == "save" then
       k = nil
     end
   end
-  local ok, path, m = pcall(cprof.save_calibration, prof:snapshot().meta.timer, nil, k)
+  local timer, started = prof:snapshot().meta.timer, os.time()
+  -- (without a folder to keep it in, save_calibration says so and measures nothing)
+  if require("cprof.calibrate").dir() then
+    say(string.format("CPROF_CALIBRATE=save: measuring this machine's bias model of timer %s,"
+      .. " in fresh processes one after the other (a line as each ends)", timer))
+  end
+  -- one line per process: a calibration takes seconds each, minutes with the cpu or thread timer
+  local function progress(i, of, model, again)
+    local kinds = {}
+    for j, kind in ipairs(bias.KINDS) do
+      kinds[j] = string.format("%s %.1f", kind, model and model[kind] * 1e9 or 0)
+    end
+    say(string.format("CPROF_CALIBRATE=save: process %d of %d%s done, %d s so far (ns: %s)", i, of,
+      again and " (again: it ran slow)" or "", os.difftime(os.time(), started),
+      table.concat(kinds, ", ")))
+  end
+  local ok, path, m = pcall(cprof.save_calibration, timer, nil, k, progress)
   if ok then
     prof:bias(m)
     say("CPROF_CALIBRATE=save: the bias model is kept in " .. path)

@@ -535,23 +535,29 @@ local function in_child(interpreter, timer, n)
   error(string.format("cprof: calibration in a child process failed (%s): %s%s", err, cmd, said), 0)
 end
 
---- machine(timer, n, k, interpreter, here): the machine's model, measured in k fresh processes
+--- machine(timer, n, k, interpreter, here [, progress]): the machine's model, measured in k fresh processes
 --- of `interpreter` one after the other (two measuring at once would disturb each other) and
 --- combined (combine); measured in this process by here() when that cannot be done (k is 1, no
 --- interpreter is known as with an embedding host, the timer is a function, which a child
 --- cannot have, or io.popen is missing), with source "1 process" (nil when every kind is 0). A
 --- process whose probe (its fastest, Profile:calibrate's `probe`) took more than FULL_SPEED
 --- times the fastest process's is measured again (`remeasured` counts them). A child that
---- fails raises an error naming its command and what it said on stderr.
-function M.machine(timer, n, k, interpreter, here)
+--- fails raises an error naming its command and what it said on stderr. progress(i, k, model,
+--- again), when given, is called as each process ends (again: it measured process i again),
+--- for a calibration that takes a while to say where it is.
+function M.machine(timer, n, k, interpreter, here, progress)
+  local function ended(i, of, m, again)
+    if progress then progress(i, of, m, again) end
+    return m
+  end
   if k <= 1 or type(interpreter) ~= "string" or type(timer) ~= "string"
      or type(io.popen) ~= "function" then
     local m = here()
     if m then m.source = "1 process" end
-    return m
+    return ended(1, 1, m, false)
   end
   local models, again = {}, 0
-  for i = 1, k do models[i] = in_child(interpreter, timer, n) end
+  for i = 1, k do models[i] = ended(i, k, in_child(interpreter, timer, n), false) end
   -- A process the host slowed for its whole calibration measures every kind at about three
   -- times its cost (2 of 30 processes in bench/README.md, "Accuracy"), and its probe ran as
   -- slowly: measured again, RETRIES times at most.
@@ -562,7 +568,7 @@ function M.machine(timer, n, k, interpreter, here)
       if m.probe and m.probe > M.FULL_SPEED * fastest then slow[#slow + 1] = i end
     end
     if #slow == 0 then break end
-    for _, i in ipairs(slow) do models[i] = in_child(interpreter, timer, n) end
+    for _, i in ipairs(slow) do models[i] = ended(i, k, in_child(interpreter, timer, n), true) end
     again = again + #slow
   end
   local m = M.combine(models)

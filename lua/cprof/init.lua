@@ -271,10 +271,11 @@ end
 --- Measures the bias model of this machine and keeps it: Profile:calibrate(n) with a profile
 --- of `timer` (default the default timer) in `processes` (default 5) fresh processes of this
 --- interpreter, one after the other, and per kind the median (cprof.calibrate.machine; in this
---- process when there is one or no child can be started). Returns the file it wrote, and the
---- model. Profiles of that timer made afterwards use it, in this process and later ones
---- (CPROF_CALIBRATE=save does this).
-function cprof.save_calibration(timer, n, processes)
+--- process when there is one or no child can be started); progress(i, k, model, again), when
+--- given, is called as each process ends. Returns the file it wrote, and the model. Profiles
+--- of that timer made afterwards use it, in this process and later ones (CPROF_CALIBRATE=save
+--- does this, saying on stderr how far it is).
+function cprof.save_calibration(timer, n, processes, progress)
   local dir = calibrate_mod.dir()
   if not dir then error("cprof: no folder for the calibration: set XDG_CACHE_HOME or HOME", 2) end
   processes = processes or calibrate_mod.PROCESSES
@@ -283,11 +284,14 @@ function cprof.save_calibration(timer, n, processes)
   args.check(timer == nil or type(timer) == "string" or type(timer) == "function", timer, 1,
              "save_calibration", "timer name or function")
   n = check_calls(n, 2, "save_calibration")
+  args.check(progress == nil or type(progress) == "function", progress, 4, "save_calibration",
+             "function")
   local pok, p = pcall(cprof.Profile, { timer = timer, bias = 0 })
   if not pok then error(p, 2) end
   local meta = raw_snapshot(p).meta
   local ok, m = pcall(calibrate_mod.machine, type(timer) == "function" and timer or meta.timer,
-                      n, processes, interpreter_at_load, function() return p:calibrate(n) end)
+                      n, processes, interpreter_at_load, function() return p:calibrate(n) end,
+                      progress)
   if not ok then error(m, 2) end
   if not m then error("cprof: the calibration found every kind of event free: nothing to keep", 2) end
   m.date = m.date or os.date("!%Y-%m-%d %H:%M UTC")
