@@ -475,6 +475,35 @@ describe("cprof.run", function()
     assert.is_false(core.hooked())
   end)
 
+  it("prints as CPython's Profile.print_stats: directories stripped, then sorted (issue 28, E)", function()
+    -- two files of one name, each with h at line 1: summed once their folders are gone
+    local a = load("local function h() return 1 end\nreturn function() h() h() end", "@/src/app/mod.lua")()
+    local b = load("local function h() return 2 end\nreturn function() h() end", "@/lib/other/mod.lua")()
+    local p = cprof.Profile { timer = "counter" }
+    local line = debug.getinfo(1, "l").currentline + 1
+    p:runcall(function() a() b() end)
+    local expected = table.concat({
+      "         6 function calls in 11.000 seconds",
+      "",
+      S.jit and ("   cprof: profiled on " .. jit.version .. " with the JIT compiler off: the times"
+        .. " are those of the interpreter\n\n   Ordered by: call count") or "   Ordered by: call count",
+      "",
+      "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)",
+      "        3    3.000    1.000    3.000    1.000 mod.lua:1(h)",
+      "        1    3.000    3.000   11.000   11.000 core_spec.lua:%d(<anon>)",
+      "        1    3.000    3.000    5.000    5.000 mod.lua:2(a)",
+      "        1    2.000    2.000    3.000    3.000 mod.lua:2(b)",
+      "", "", "" }, "\n")
+    local text = capture(function() p:print_stats("calls") end)
+    assert.are.equal(expected:format(line), text)
+    -- cprof.run prints the same way
+    _G.__cprof_spec_g = a
+    text = capture(function() cprof.run("__cprof_spec_g()") end)
+    _G.__cprof_spec_g = nil
+    assert.matches("\n +2 +[%d.]+ +[%d.]+ +[%d.]+ +[%d.]+ mod%.lua:1%(h%)\n", text)
+    assert.not_matches("/src/app/", text)
+  end)
+
   it("runs in a given environment with runctx", function()
     local env = setmetatable({}, { __index = _G })
     local text = capture(function() cprof.runctx("x = 1 + 1", env, nil, nil, "calls") end)

@@ -197,13 +197,15 @@ function methods:export(format, out, opts)
   return require("cprof.export").export(format, self, out, opts)
 end
 
---- Prints the report to stdout, sorted by `sort` (default: standard name, as Python does).
+--- Prints the report to stdout with the directories stripped from file names, sorted by `sort`
+--- (default: standard name), as Python's Profile.print_stats prints
+--- Stats(self).strip_dirs().sort_stats(sort).print_stats().
 function methods:print_stats(sort)
   check_self(self, "print_stats")
   if sort == nil then sort = -1 end
   local err = report.sort_error(sort)
   if err then error(err, 2) end
-  report.print(self:report_data(), { sort = sort })
+  report.print(self:report_data(), { sort = sort, strip_dirs = true })
   return self
 end
 
