@@ -378,6 +378,30 @@ describe("the Profile object", function()
     assert.is_false(p:is_enabled())
   end)
 
+  it("create_stats disables it and gives cProfile's stats dict (issue 28, E)", function()
+    local stats = require "cprof.stats"
+    local p = cprof.Profile { timer = "counter" }
+    local rep = string.rep
+    local line = debug.getinfo(1, "l").currentline + 1
+    local function f(n) if n > 0 then return f(n - 1) .. rep("x", 1) end return "" end
+    p:enable()
+    f(2) f(0)
+    local s = p:create_stats()
+    assert.is_false(p:is_enabled())
+    local file = debug.getinfo(1, "S").short_src
+    local fk, ck = stats.func_key(file, line, "f"), stats.func_key("~", 0, "<string.rep>")
+    -- f: 4 calls, 2 of them primitive; string.rep: 2 calls from f
+    local r = s[fk]
+    assert.are.same({ 2, 4 }, { r[1], r[2] })
+    assert.is_true(r[3] > 0 and r[4] >= r[3])
+    local self_edge = r[5][fk]
+    -- { nc, cc, tt, ct }, nc first; as in lsprof, the call through the edge while it was
+    -- already open (f(1) -> f(0)) is the recursive one
+    assert.are.same({ 2, 1 }, { self_edge[1], self_edge[2] })
+    assert.are.same({ 2, 2 }, { s[ck][1], s[ck][2] })
+    assert.are.same({ 2, 2 }, { s[ck][5][fk][1], s[ck][5][fk][2] })
+  end)
+
   it("refuses a second enabled profiler in the same state", function()
     local a, b = cprof.Profile(), cprof.Profile()
     a:enable()

@@ -197,6 +197,17 @@ function methods:export(format, out, opts)
   return require("cprof.export").export(format, self, out, opts)
 end
 
+--- p:create_stats(): cProfile's Profile.create_stats: disables the profile and returns its
+--- numbers as pstats holds them (what Python keeps in p.stats; a userdata has no fields of its
+--- own): stats[key] = { cc, nc, tt, ct, callers }, callers[caller_key] = { nc, cc, tt, ct },
+--- keys interned { file, line, name } (cprof.stats.func_key; a C function's is "~", 0,
+--- "<name>"), the bias subtracted as in every report.
+function methods:create_stats()
+  check_self(self, "create_stats")
+  self:disable()
+  return require("cprof.stats").new(self).stats
+end
+
 --- Prints the report to stdout with the directories stripped from file names, sorted by `sort`
 --- (default: standard name), as Python's Profile.print_stats prints
 --- Stats(self).strip_dirs().sort_stats(sort).print_stats().
