@@ -72,6 +72,7 @@ build = {
       ["cprof.export.svg"] = "lua/cprof/export/svg.lua",
       ["cprof.funckey"] = "lua/cprof/funckey.lua",
       ["cprof.loaders"] = "lua/cprof/loaders.lua",
+      ["cprof.main"] = "lua/cprof/main.lua",
       ["cprof.memory"] = "lua/cprof/memory.lua",
       ["cprof.patmatch"] = "lua/cprof/patmatch.lua",
       ["cprof.profdata"] = "lua/cprof/profdata.lua",
@@ -142,6 +143,7 @@ build = {
    install = {
       bin = {
          ["cprof-stats"] = "bin/cprof-stats",
+         ["cprof"] = "bin/cprof",
       },
    },
    copy_directories = { "docs" },

@@ -113,3 +113,55 @@ describe("cprof.auto with CPROF_TIMER", function()
     assert.matches("function calls", bad)
   end)
 end)
+
+describe("the cprof command: python -m cProfile (issue 28, E)", function()
+  local ROOT = S.absolute(S.ROOT)
+  local dir
+  before_each(function()
+    dir = S.new_dir()
+    S.write_file(dir .. "/greet.lua", table.concat({
+      "local function greet(who) return 'hello ' .. who end",
+      "print(greet(arg[1]), select('#', ...), arg[0], arg[-1], arg[-2])", "" }, "\n"))
+  end)
+  after_each(function() S.remove_dir(dir) end)
+
+  -- bin/cprof run by this suite's interpreter, finding modules in `dir` too
+  local function cprof_cmd(words)
+    return S.capture(("cd %s && env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH=%s LUA_CPATH=%s %s %s %s")
+      :format(S.q(dir), S.q(dir .. "/?.lua;" .. ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"),
+              S.q(package.cpath), S.lua, S.q(ROOT .. "/bin/cprof"), words))
+  end
+
+  it("runs a module found on package.path, with the arg and ... lua5.4 would give it", function()
+    local out, err, status = cprof_cmd("-s calls -m greet moon")
+    assert.are.equal(0, status, err)
+    assert.are.equal(("hello moon\t1\t%s/greet.lua\tgreet\t-m\n"):format(dir), out)
+    assert.matches("Ordered by: call count", err)
+    assert.matches("/greet%.lua:1%(greet%)\n", err)
+    assert.matches("/greet%.lua:0%(<main chunk>%)\n", err)
+    assert.not_matches("cprof/main", err) -- nothing of the command's in the profile
+    assert.not_matches("unpack", err)
+  end)
+
+  it("runs a script, writes a dump with -o, and says what is wrong", function()
+    local out, err, status = cprof_cmd("-o run.prof greet.lua sun")
+    assert.are.same({ "hello sun\t1\tgreet.lua\trun.prof\t-o\n", "", 0 },
+                    { out, err, status })
+    local d = require("cprof").load(dir .. "/run.prof")
+    assert.matches("bin/cprof %-o run%.prof greet%.lua sun$", d.meta.command)
+    -- what is wrong: the message and the exit status (a script that cannot be loaded: lua's)
+    for _, case in ipairs {
+      { "-m nosuch", 2, "^cprof: module 'nosuch' not found:\n\tno file '[^\n]*nosuch.lua'\n" },
+      { "nosuch.lua", 1, "^cprof: cannot open nosuch.lua" },
+      { "", 2, "^cprof: no script and no %-m MODULE\nusage: cprof " },
+      { "-x", 2, "^cprof: unknown option '%-x'\nusage: cprof " },
+    } do
+      out, err, status = cprof_cmd(case[1])
+      assert.are.same({ "", case[2] }, { out, status })
+      assert.matches(case[3], err)
+    end
+    out, err, status = cprof_cmd("-h")
+    assert.are.same({ "", 0 }, { err, status })
+    assert.matches("^usage: cprof %[%-o FILE%] %[%-s SORT%] %(%-m MODULE | SCRIPT%) %[ARG ...%]\n", out)
+  end)
+end)

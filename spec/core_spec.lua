@@ -535,3 +535,31 @@ describe("cprof.run", function()
     assert.matches("Ordered by: call count", text)
   end)
 end)
+
+describe("cprof.run_module (issue 28, E)", function()
+  it("runs a module's file as a main chunk under a profile, with arg and ... for the run", function()
+    local dir = S.new_dir()
+    S.write_file(dir .. "/rm_greet.lua", "local function g(x) return x end\n"
+      .. "_G.__cprof_spec_seen = { select('#', ...), (...), arg[0], arg[1], g(1) }\n")
+    local saved_path, saved_arg = package.path, rawget(_G, "arg")
+    package.path = dir .. "/?.lua;" .. package.path
+    local path = dir .. "/rm.prof"
+    local ok, p = pcall(cprof.run_module, "rm_greet", path, nil, { "a", "b" })
+    local file = cprof.module_file("rm_greet")
+    package.path = saved_path
+    assert.are.equal(dir .. "/rm_greet.lua", file)
+    local seen = _G.__cprof_spec_seen
+    _G.__cprof_spec_seen = nil
+    assert.is_true(ok, p)
+    assert.are.same({ 2, "a", dir .. "/rm_greet.lua", "a", 1 }, seen)
+    assert.are.equal(saved_arg, rawget(_G, "arg")) -- arg is the program's again
+    local d = cprof.load(path)
+    local names = {}
+    for i = 1, d.frames.n do names[d.frames.name[i]] = d.frames.ncalls[i] end
+    assert.are.equal(1, names.g)
+    assert.are.equal(1, names["<main chunk>"])
+    local e = select(2, pcall(cprof.run_module, "rm_nosuch_module"))
+    assert.matches("^cprof: module 'rm_nosuch_module' not found:\n\tno file ", e)
+    S.remove_dir(dir)
+  end)
+end)

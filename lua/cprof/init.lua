@@ -28,8 +28,8 @@ local profdata = require "cprof.profdata"
 local allocdata = require "cprof.allocdata"
 local dump = require "cprof.dump"
 
-local type, next, pcall, error, getmetatable, setmetatable, rawget, rawequal, ipairs =
-  type, next, pcall, error, getmetatable, setmetatable, rawget, rawequal, ipairs
+local type, next, pcall, error, getmetatable, setmetatable, rawget, rawset, rawequal, ipairs =
+  type, next, pcall, error, getmetatable, setmetatable, rawget, rawset, rawequal, ipairs
 
 local function is_profile(v)
   return type(v) == "userdata" and getmetatable(v) == core.metatable
@@ -554,6 +554,42 @@ function cprof.runctx(code, env, locals, filename, sort)
   local p = cprof.Profile()
   local chunk = compile(code, locals or env, "runctx")
   return finish(p, filename, sort, run_scoped(p, chunk, env, locals))
+end
+
+--- cprof.module_file(name): the file of the Lua module `name` on package.path, the one require
+--- would load; raises "cprof: module 'name' not found:" and require's list of the places tried.
+function cprof.module_file(name)
+  args.check(type(name) == "string", name, 1, "module_file", "string")
+  local file, err = package.searchpath(name, package.path)
+  -- (LuaJIT's list starts with a line break, Lua 5.4's with its first place)
+  if not file then
+    error(string.format("cprof: module '%s' not found:\n\t%s", name, (string.gsub(err, "^%s+", ""))), 2)
+  end
+  return file
+end
+
+--- cprof.run_module(name [, filename [, sort [, args]]]): `python -m cProfile -m name` from Lua:
+--- the Lua module `name`, found on package.path as require finds it, its file run as a main
+--- chunk under a new profile, with the list `args` as its `...` and, while it runs, the global
+--- `arg` { [0] = its file, args... } (as runpy's alter_sys); then the report or the dump, and
+--- an error of the module, as cprof.run. Returns the Profile.
+function cprof.run_module(name, filename, sort, list)
+  args.check(type(name) == "string", name, 1, "run_module", "string")
+  if filename ~= nil then dump.check_path(filename, "run_module", 2, 2) end
+  check_sort(sort)
+  args.check(list == nil or type(list) == "table", list, 4, "run_module", "list of arguments")
+  local ok, file = pcall(cprof.module_file, name)
+  if not ok then error(file, 2) end
+  local chunk, lerr = loadfile(file)
+  if not chunk then error("cprof: " .. lerr, 2) end
+  local words, n = { [0] = file }, list and #list or 0
+  for i = 1, n do words[i] = rawget(list, i) end
+  local saved = rawget(_G, "arg")
+  rawset(_G, "arg", words)
+  local p = cprof.Profile()
+  local ok, res = pcall(p.runcall, p, chunk, (table.unpack or unpack)(words, 1, n))
+  rawset(_G, "arg", saved)
+  return finish(p, filename, sort, ok, res)
 end
 
 --- The profiles of cprof.region, by name.
