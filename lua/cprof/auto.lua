@@ -270,7 +270,7 @@ end
 core.mark_internal(finish)
 core.mark_internal(exit_after_report)
 
--- CPROF_CALIBRATE=1: measure the bias model first (about a second), so that the report
+-- CPROF_CALIBRATE=1: measure the bias model first (a few seconds), so that the report
 -- subtracts it; =save: measure the machine's, in several processes, and keep it
 -- (cprof.save_calibration), which later profiles of the same timer use without being asked.
 local calibrate = getenv("CPROF_CALIBRATE")
