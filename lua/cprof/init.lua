@@ -373,6 +373,7 @@ end
 --- The digits %n has at least (zeros in front): the names of a server's dumps, one a second
 --- for three years, list in the order they were written (`ls`, a shell's `*`).
 cprof.DUMP_NUMBER_DIGITS = 8
+local DUMP_NUMBER = "%0" .. cprof.DUMP_NUMBER_DIGITS .. ".0f"
 
 --- A dump file name: `pattern` with %p replaced by the process id, %n by `seq` (the dump's
 --- number, a whole number of at least DUMP_NUMBER_DIGITS digits) and %% by %.
@@ -384,7 +385,7 @@ function cprof.dump_name(pattern, seq)
   end
   return (string.gsub(pattern, "%%([%%pn]?)", function(c)
     if c == "p" then return tostring(process_id()) end
-    if c == "n" then return string.format("%0" .. cprof.DUMP_NUMBER_DIGITS .. ".0f", seq) end
+    if c == "n" then return string.format(DUMP_NUMBER, seq) end
     return "%"
   end))
 end
