@@ -373,7 +373,7 @@ end
 --- The digits %n has at least (zeros in front): the names of a server's dumps, one a second
 --- for three years, list in the order they were written (`ls`, a shell's `*`).
 cprof.DUMP_NUMBER_DIGITS = 8
-local DUMP_NUMBER = "%0" .. cprof.DUMP_NUMBER_DIGITS .. ".0f"
+local DUMP_NUMBER = string.format("%%0%d.0f", cprof.DUMP_NUMBER_DIGITS)
 
 --- A dump file name: `pattern` with %p replaced by the process id, %n by `seq` (the dump's
 --- number, a whole number of at least DUMP_NUMBER_DIGITS digits) and %% by %.
