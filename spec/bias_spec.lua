@@ -357,20 +357,63 @@ describe("the report's overhead line", function()
     assert.are.equal(left, d.meta.bias_subtracted)
   end)
 
-  it("estimates the overhead of an uncalibrated profile of a clock timer", function()
+  it("estimates the overhead of an uncalibrated profile with its own timer's costs (issue 28, A.6)", function()
     local p = cprof.Profile { timer = "counter", bias = 0 }
     p:runcall(c_caller)
-    local d = p:snapshot()
-    d.meta.timer = "tsc" -- as if measured in time
-    local e = bias.apply(d)
-    assert.are.equal(1000 * bias.TYPICAL.c_call + 0.5 * bias.TYPICAL.lua_call,
-                     e.meta.overhead_estimate)
-    assert.are.equal("   cprof: not calibrated: about 50.0% of this total is cprof's own overhead"
-      .. " (typical costs; CPROF_CALIBRATE=save or Profile:calibrate() measures them)",
-      report_text.overhead_line(e.meta, 2 * e.meta.overhead_estimate))
-    -- counted ticks are no time: nothing to estimate
-    assert.is_nil(bias.apply(p:snapshot()).meta.overhead_estimate)
+    local raw = p:snapshot()
+    local function as_if(timer, lua)
+      local d = p:snapshot()
+      d.meta.timer, d.meta.lua_version = timer, lua or d.meta.lua_version
+      return bias.apply(d).meta
+    end
+    local seen = {}
+    for _, lua in ipairs { "Lua 5.4", "LuaJIT 2.1.0-beta3" } do
+      for _, timer in ipairs { "tsc", "monotonic", "cpu", "thread" } do
+        local t = bias.typical(timer, lua)
+        assert.is_table(t, timer .. " on " .. lua)
+        local meta = as_if(timer, lua)
+        -- 1000 C calls from one Lua function called once: each call half in the caller
+        assert.are.equal(1000 * t.c_call + 0.5 * t.lua_call, meta.overhead_estimate)
+        assert.are.equal(("   cprof: not calibrated: %s of this total is cprof's own"
+          .. " overhead (typical costs of the %s timer; CPROF_CALIBRATE=save or"
+          .. " Profile:calibrate() measures them)"):format(t.at_least and "50.0% or more"
+          or "about 50.0%", timer), report_text.overhead_line(meta, 2 * meta.overhead_estimate))
+        seen[#seen + 1] = meta.overhead_estimate
+      end
+    end
+    -- where the bench's programs held more than the costs account for, the line says so
+    assert.is_nil(as_if("tsc", "Lua 5.4").overhead_at_least)
+    assert.is_true(as_if("thread", "Lua 5.4").overhead_at_least)
+    assert.matches("not calibrated: 50.0%% or more of this total",
+      report_text.overhead_line(as_if("cpu", "Lua 5.4"), 2 * as_if("cpu", "Lua 5.4").overhead_estimate))
+    -- a system call per clock reading: each event leaves several times what tsc's does
+    assert.is_true(as_if("thread", "Lua 5.4").overhead_estimate
+                   > 4 * as_if("tsc", "Lua 5.4").overhead_estimate)
+    assert.is_true(as_if("cpu", "Lua 5.4").overhead_estimate
+                   > 4 * as_if("tsc", "Lua 5.4").overhead_estimate)
+    -- a timer whose costs cprof does not know: said, not guessed
+    local meta = as_if("lua function")
+    assert.is_false(meta.overhead_estimate)
+    assert.are.equal("   cprof: not calibrated: how much of this total is cprof's own overhead is"
+      .. " not known for the lua function timer (Profile:calibrate() measures it)",
+      report_text.overhead_line(meta, 1))
+    assert.is_false(as_if("my_host_timer").overhead_estimate)
+    assert.is_nil(bias.typical("my_host_timer", "Lua 5.4"))
+    -- counted ticks are no time: nothing to estimate or say
+    assert.is_nil(bias.apply(raw).meta.overhead_estimate)
+    assert.is_nil(report_text.overhead_line(bias.apply(raw).meta, 1))
     assert.is_nil(report_text.overhead_line({}, 1))
+  end)
+
+  it("says it does not know a Lua function timer's overhead in the report", function()
+    local n = 0
+    local p = cprof.Profile { timer = function() n = n + 1 return n end, unit = 1e-6 }
+    p:runcall(c_caller)
+    local out = S.collector()
+    require("cprof.stats").new(p:snapshot(), { stream = out }):print_stats()
+    assert.matches("\n\n   cprof: not calibrated: how much of this total is cprof's own overhead"
+      .. " is not known for the lua function timer %(Profile:calibrate%(%) measures it%)\n\n",
+      out.text())
   end)
 end)
 
