@@ -156,11 +156,13 @@ local function frame_of(d, f)
   end
 end
 
--- The total, and the overhead the header says it still holds (bias_lost: cprof.bias.apply).
+-- The total, the overhead the header says it still holds (bias_lost: cprof.bias.apply), and,
+-- for data with no bias, the overhead the uncalibrated header estimates (cprof.bias.TYPICAL).
 local function total(d)
   local s = 0
   for i = 1, d.frames.n do s = s + d.frames.tottime[i] end
-  return { s, d.meta.bias_lost or 0 }
+  local est = not d.meta.bias_applied and bias_mod.apply(d).meta.overhead_estimate or 0
+  return { s, d.meta.bias_lost or 0, est }
 end
 
 -- CPU seconds of fn(n), the median of 3.
@@ -388,10 +390,13 @@ end
 local want = opts.only
 print("Totals (sum of tottime) against the unprofiled time: the shift profiled - unprofiled"
       .. " over the median unprofiled time; `said`: the share of the calibrated total the"
-      .. " report's header says is overhead left in (charged to functions with less time)")
-local fmtt = "%-8s %-16s %9s %9s %7s | %9s %9s %6s | %9s %9s"
+      .. " report's header says is overhead left in (charged to functions with less time);"
+      .. " `overhead`: the share of the uncalibrated total that is overhead, uncal/(1+uncal),"
+      .. " and `typical`: the share the uncalibrated report's header says it is (cprof.bias.TYPICAL"
+      .. " for the timer; - when it has none)")
+local fmtt = "%-8s %-16s %9s %9s %7s | %9s %9s %6s | %9s %9s | %9s %9s"
 header = string.format(fmtt, "workload", "size", "events", "real ms", "kept", "uncal", "calib",
-                       "said", "calib*", machine and "own" or "")
+                       "said", "overhead", "typical", "calib*", machine and "own" or "")
 print(header)
 print(string.rep("-", #header))
 for _, w in ipairs(W.select(want)) do
@@ -409,9 +414,14 @@ for _, w in ipairs(W.select(want)) do
   local e_near = calibrate.shift(column(cals[2], 1), real) / base
   local e_own = cals[3] and calibrate.shift(column(cals[3], 1), real) / base
   local said = median(column(cals[1], 2)) / median(column(cals[1], 1))
+  local shares = {}
+  for i, v in ipairs(raw) do shares[i] = v[3] / v[1] end
+  local typical = bias_mod.typical(timer, clock:snapshot().meta.lua_version) and string.format("%.0f%%", 100 * median(shares))
   print(string.format(fmtt, w.name, w.label(size), w.calls(size), string.format("%.2f", base * 1e3),
                       kept .. "/" .. ran, pct(e_raw), pct(e_cal),
-                      string.format("%.0f%%", 100 * said), pct(e_near), e_own and pct(e_own) or ""))
+                      string.format("%.0f%%", 100 * said),
+                      string.format("%.0f%%", 100 * e_raw / (1 + e_raw)), typical or "-",
+                      pct(e_near), e_own and pct(e_own) or ""))
   judge(w.name .. " total", e_cal)
   if e_own then record("own " .. w.name .. " total", e_own) end
   io.stdout:flush()

@@ -3,8 +3,8 @@
 -- handled `requests` of them (default: no limit; 0 seconds: no time limit).
 --
 --   CPROF_SIGNAL=USR1 CPROF_OUT=server.%n.prof lua5.4 -l cprof.auto examples/server.lua &
---   kill -USR1 $!          # writes server.1.prof while the loop goes on
---   cprof-stats server.1.prof
+--   kill -USR1 $!          # writes server.00000001.prof while the loop goes on
+--   cprof-stats server.00000001.prof
 --
 -- With CPROF_INTERVAL=5 it writes a dump every 5 seconds; CPROF_RESET=1 makes each cover one
 -- interval.

@@ -78,6 +78,7 @@ build = {
       ["cprof.export.svg"] = "lua/cprof/export/svg.lua",
       ["cprof.funckey"] = "lua/cprof/funckey.lua",
       ["cprof.loaders"] = "lua/cprof/loaders.lua",
+      ["cprof.main"] = "lua/cprof/main.lua",
       ["cprof.memory"] = "lua/cprof/memory.lua",
       ["cprof.patmatch"] = "lua/cprof/patmatch.lua",
       ["cprof.profdata"] = "lua/cprof/profdata.lua",
@@ -150,6 +151,7 @@ build = {
    install = {
       bin = {
          ["cprof-stats"] = "bin/cprof-stats",
+         ["cprof"] = "bin/cprof",
       },
       -- The HTML report's page, next to cprof.export.html, which reads them from its own folder:
       -- LuaRocks puts each under the module path of its key, with its own file name.

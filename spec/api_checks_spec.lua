@@ -349,6 +349,52 @@ describe("arguments (issue 17, item 7)", function()
       .. " expected, got number)", at_user(function() report.print(p, { stream = 3 }) end))
   end)
 
+  it("of the whole public API are checked, never failing inside cprof (issue 28, B.7)", function()
+    assert.are.equal("bad argument #1 to 'dump_name' (string expected, got number)",
+      at_user(function() cprof.dump_name(42, "x") end))
+    assert.are.equal("bad argument #2 to 'dump_name' (whole number of the dump, 0 or more expected,"
+      .. " got nil)", at_user(function() cprof.dump_name("x.%n.prof") end))
+    assert.are.equal("bad argument #2 to 'dump_name' (whole number of the dump, 0 or more expected,"
+      .. " got number)", at_user(function() cprof.dump_name("x.%n.prof", 1.5) end))
+    local p = cprof.Profile()
+    local h = p:live { file = function() return nil end }
+    assert.are.equal("cprof: live dump 1: the function given as option 'file' of live returned nil,"
+      .. " not a file name", at_user(function() h:dump() end))
+    h:stop()
+    assert.are.equal("calling 'dump' on bad self (cprof.Live expected, got number)",
+      at_user(function() h.dump(42) end))
+    assert.are.equal("calling 'stop' on bad self (cprof.Live expected, got table)",
+      at_user(function() h.stop({}) end))
+    assert.are.equal("bad argument #1 to 'run' (string of Lua expected, got number)",
+      at_user(function() cprof.run(42) end))
+    assert.are.equal("bad argument #1 to 'runctx' (string of Lua expected, got nil)",
+      at_user(function() p:runctx(nil, {}) end))
+    assert.are.equal("bad argument #2 to 'region' (table of options expected, got number)",
+      at_user(function() cprof.region("r", 5) end))
+    assert.are.equal("bad argument #1 to 'save_calibration' (timer name or function expected, got"
+      .. " number)", at_user(function() cprof.save_calibration(5) end))
+    assert.matches("^cprof: timer 'wall': unknown timer %(the timers are [%w, ]+, or one the host"
+      .. " registered%)$", at_user(function() cprof.save_calibration("wall") end))
+    assert.are.equal("cprof: option 'bias' must be a finite number",
+      at_user(function() cprof.Profile { bias = math.huge } end))
+    assert.are.equal("cprof: bias must be a finite number", at_user(function() p:bias(0 / 0) end))
+    assert.are.equal("bad argument #1 to 'sibling' (boolean expected, got number)",
+      at_user(function() p:sibling(5) end))
+    local st = stats.new(S.det_data())
+    assert.are.equal("bad argument #1 to 'print_tree' (table of options expected, got number)",
+      at_user(function() st:print_tree(3) end))
+    assert.are.equal("bad argument #2 to 'print_views' (options table expected, got number)",
+      at_user(function() report.print_views(st, 3) end))
+    assert.are.equal("bad argument #1 to 'counts' (profile data expected, got number)",
+      at_user(function() require("cprof.bias").counts(3) end))
+    assert.are.equal("bad argument #1 to 'totals' (counts (bias.counts) expected, got string)",
+      at_user(function() require("cprof.bias").totals("x") end))
+    assert.are.equal("bad argument #1 to 'load' (string expected, got boolean)",
+      at_user(function() require("cprof.calibrate").load(true) end))
+    assert.are.equal("bad argument #1 to 'set' (profile data expected, got number)",
+      at_user(function() require("cprof.allocdata").set(42, {}) end))
+  end)
+
   it("Stats:add(self) ends, and doubles the numbers as pstats does", function()
     local st = stats.new(S.det_data())
     local calls = st.total_calls

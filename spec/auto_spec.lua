@@ -64,6 +64,43 @@ print("hi")
   end)
 end)
 
+describe("cprof.auto when nothing is recorded (issue 28, C.6)", function()
+  it("says which pattern left out the script when a filter leaves nothing", function()
+    local script = "local function f() return 1 end\nf()\nprint(type(f))\n"
+    local out, err, status, src = run(script, "CPROF_EXCLUDE='nosuch;tmp'")
+    assert.are.same({ "function\n", 0 }, { out, status })
+    local q = src:gsub("%p", "%%%0")
+    assert.matches("^cprof: the file filters left nothing to record: CPROF_EXCLUDE's 'tmp' found "
+      .. q .. " %(the script%) %(Lua patterns, found anywhere in the file names above:"
+      .. " '%^/usr/share/lua/' takes one folder%)\n[^\n]* 0 function calls", err)
+    _, err = run(script, "CPROF_INCLUDE='^/src/'")
+    assert.matches("^cprof: the file filters left nothing to record: no pattern of CPROF_INCLUDE"
+      .. " found /[^ ]+%.lua %(the script%)", err)
+    -- a filter that leaves something says nothing
+    _, err = run(script, "CPROF_EXCLUDE='^/nosuch/'")
+    assert.matches("^ +4 function calls", err) -- f, type, print, the main chunk
+  end)
+
+  it("prints no report and writes no dump when the program never ran", function()
+    local dir = S.new_dir()
+    local o, e, status = S.capture(("%s -l cprof.auto %s"):format(S.lua, S.q(dir .. "/nosuch.lua")))
+    assert.are.equal("", o)
+    assert.matches("^[%w.]+: cannot open " .. (dir .. "/nosuch.lua"):gsub("%p", "%%%0")
+      .. "[^\n]*\n$", e)
+    assert.are.equal(1, status) -- lua's own
+    o, e, status = S.capture(("CPROF_OUT=%s %s -l cprof.auto %s"):format(
+      S.q(dir .. "/out.prof"), S.lua, S.q(dir .. "/nosuch.lua")))
+    assert.are.same({ "", 1 }, { o, status })
+    assert.not_matches("cprof", e)
+    assert.is_nil(S.read_file(dir .. "/out.prof"))
+    -- a script that does not compile: lua5.4's message alone, and its status
+    local _, err, st = run("x = = 1\n")
+    assert.are.equal(1, st)
+    assert.not_matches("function calls", err)
+    S.remove_dir(dir)
+  end)
+end)
+
 describe("cprof.auto with CPROF_TIMER", function()
   it("profiles with the timer named, and falls back with a message on a bad one", function()
     local script = "local function f() end\nf()\n"
@@ -99,5 +136,57 @@ describe("cprof.auto with CPROF_RECURSION", function()
     assert.are.same({ 5, 64 }, { n, keep })
     assert.are.equal("cprof: CPROF_RECURSION: option 'recursion' must be a whole number from 1 to"
       .. " 4e9; using the default\n", err)
+  end)
+end)
+
+describe("the cprof command: python -m cProfile (issue 28, E)", function()
+  local ROOT = S.absolute(S.ROOT)
+  local dir
+  before_each(function()
+    dir = S.new_dir()
+    S.write_file(dir .. "/greet.lua", table.concat({
+      "local function greet(who) return 'hello ' .. who end",
+      "print(greet(arg[1]), select('#', ...), arg[0], arg[-1], arg[-2])", "" }, "\n"))
+  end)
+  after_each(function() S.remove_dir(dir) end)
+
+  -- bin/cprof run by this suite's interpreter, finding modules in `dir` too
+  local function cprof_cmd(words)
+    return S.capture(("cd %s && env -u LUA_PATH_5_4 -u LUA_CPATH_5_4 LUA_PATH=%s LUA_CPATH=%s %s %s %s")
+      :format(S.q(dir), S.q(dir .. "/?.lua;" .. ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;"),
+              S.q(package.cpath), S.lua, S.q(ROOT .. "/bin/cprof"), words))
+  end
+
+  it("runs a module found on package.path, with the arg and ... lua5.4 would give it", function()
+    local out, err, status = cprof_cmd("-s calls -m greet moon")
+    assert.are.equal(0, status, err)
+    assert.are.equal(("hello moon\t1\t%s/greet.lua\tgreet\t-m\n"):format(dir), out)
+    assert.matches("Ordered by: call count", err)
+    assert.matches("/greet%.lua:1%(greet%)\n", err)
+    assert.matches("/greet%.lua:0%(<main chunk>%)\n", err)
+    assert.not_matches("cprof/main", err) -- nothing of the command's in the profile
+    assert.not_matches("unpack", err)
+  end)
+
+  it("runs a script, writes a dump with -o, and says what is wrong", function()
+    local out, err, status = cprof_cmd("-o run.prof greet.lua sun")
+    assert.are.same({ "hello sun\t1\tgreet.lua\trun.prof\t-o\n", "", 0 },
+                    { out, err, status })
+    local d = require("cprof").load(dir .. "/run.prof")
+    assert.matches("bin/cprof %-o run%.prof greet%.lua sun$", d.meta.command)
+    -- what is wrong: the message and the exit status (a script that cannot be loaded: lua's)
+    for _, case in ipairs {
+      { "-m nosuch", 2, "^cprof: module 'nosuch' not found:\n\tno file '[^\n]*nosuch.lua'\n" },
+      { "nosuch.lua", 1, "^cprof: cannot open nosuch.lua" },
+      { "", 2, "^cprof: no script and no %-m MODULE\nusage: cprof " },
+      { "-x", 2, "^cprof: unknown option '%-x'\nusage: cprof " },
+    } do
+      out, err, status = cprof_cmd(case[1])
+      assert.are.same({ "", case[2] }, { out, status })
+      assert.matches(case[3], err)
+    end
+    out, err, status = cprof_cmd("-h")
+    assert.are.same({ "", 0 }, { err, status })
+    assert.matches("^usage: cprof %[%-o FILE%] %[%-s SORT%] %(%-m MODULE | SCRIPT%) %[ARG ...%]\n", out)
   end)
 end)

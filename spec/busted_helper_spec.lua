@@ -79,7 +79,7 @@ describe("cprof.busted", function()
     assert.are.equal(150049 + 15, fib_calls) -- fib(24) and fib(5): exact
   end)
 
-  it("writes one dump per spec file with per-file", function()
+  it("writes one dump per spec file with per-file, and reports on the whole run", function()
     local _, err, status = busted("-Xhelper per-file,out=d.%f.prof,top=1")
     assert.are.equal(0, status, err)
     local slow = cprof.load(dir .. "/d.spec_slow_spec.lua.prof")
@@ -91,8 +91,44 @@ describe("cprof.busted", function()
     assert.is_true(has(slow, "fib"))
     assert.is_false(has(fast, "fib"))
     assert.is_true(has(fast, "add"))
+    -- nothing of cprof's own, which writes them while the profile runs
+    for _, d in ipairs { slow, fast } do
+      for i = 1, d.frames.n do
+        if d.frames.ncalls[i] > 0 then assert.is_nil(d.frames.file[i]:find("cprof", 1, true)) end
+      end
+    end
     -- top=1: one row per list
     assert.matches("spec files %(2, [^\n]*\n[^\n]*\ncprof: the slowest specs", err)
+    -- the closing report is the whole run's (issue 28, C.2: it was empty)
+    local rows = table.concat(first_rows(err, 20), "\n")
+    assert.matches("slow_spec.lua:1%(fib%)", rows)
+    assert.matches("fast_spec.lua:1%(add%)", rows)
+    assert.matches("\ncprof: wrote d.spec_[%w_]+.lua.prof\ncprof: wrote d.spec_[%w_]+.lua.prof\n$", err)
+  end)
+
+  it("prints its lists and report after busted's own result line (issue 28, C.2)", function()
+    -- stdout and stderr in one stream, as a terminal shows them
+    local all = S.capture("sh -c " .. S.q(("cd %s && %s %s /usr/bin/busted -o plainTerminal"
+      .. " --helper=cprof.busted spec 2>&1"):format(S.q(dir), env(), S.lua)))
+    assert.matches("^[+]+\n3 successes / 0 failures / 0 errors / 0 pending : [%d.]+ seconds\n"
+      .. "cprof: the slowest spec files %(2,", all)
+  end)
+
+  it("names the command that works when busted runs on Lua 5.1 (issue 28, C.2)", function()
+    local o, e = S.capture("lua -v")
+    if not (o .. e):find("^Lua 5%.1") then
+      pending("`lua` is not Lua 5.1 here")
+      return
+    end
+    -- Lua 5.1 finds this checkout's modules, and its own C libraries where it looks by default
+    local out, err, status = S.capture(("cd %s && env -u LUA_CPATH LUA_PATH=%s lua /usr/bin/busted"
+      .. " --helper=cprof.busted -o TAP 'spec'"):format(S.q(dir),
+      S.q(ROOT .. "/lua/?.lua;" .. ROOT .. "/lua/?/init.lua;;")))
+    assert.are.equal(1, status)
+    assert.are.equal("", out)
+    assert.are.equal("busted: failed running the specified helper (cprof.busted), error: cprof"
+      .. " needs Lua 5.4 or LuaJIT 2.1; this is Lua 5.1; run busted under Lua 5.4: lua5.4"
+      .. " /usr/bin/busted --helper=cprof.busted -o TAP spec\n", err)
   end)
 
   it("refuses an unknown option", function()

@@ -30,7 +30,8 @@ local det_data = S.det_data
 local function det_columns()
   local g = det_data()
   local d = {
-    meta = { timer = "fake", unit = 0.001, bias = 0, lua_version = "Lua 5.4", command = "x",
+    -- CPython's fake timer counts readings, as cprof's counter does
+    meta = { timer = "counter", unit = 0.001, bias = 0, lua_version = "Lua 5.4", command = "x",
              start_time = 0, total_time = 0.168, pid = 1, host = "h", tree_cap = 0,
              tree_folded = 0, dropped = 0 },
     frames = { n = 0, kind = {}, file = {}, line = {}, lastline = {}, name = {},
@@ -171,7 +172,7 @@ describe("Stats from a data table (cprof.data.to_stats)", function()
   it("to_stats gives getstats()-shaped entries with lastline and meta", function()
     local st = data.to_stats(det_columns())
     assert.are.equal(7, #st.entries)
-    assert.are.equal("fake", st.timer)
+    assert.are.equal("counter", st.timer)
     assert.are.equal(0.001, st.unit)
     assert.are.equal("h", st.meta.host)
     assert.are.equal(18, st.entries[WORK].lastline)
@@ -400,5 +401,45 @@ describe("cprof.data.merge", function()
     d.edges.callee[1] = 9
     assert.has_error(function() data.to_stats(d) end, "cprof.data: edge callee 9 is not a frame index (1..3)")
     assert.has_error(function() data.to_stats({}) end, "cprof.data: 'frames' must be a table, not a nil")
+  end)
+end)
+
+---------------------------------------------------------------------------
+-- get_stats_profile() (golden_strip_add.txt, on fibdemo_det.prof sorted by cumulative time)
+---------------------------------------------------------------------------
+
+describe("Stats:get_stats_profile (issue 28, E)", function()
+  -- A FunctionProfile as Python prints it in the golden file.
+  local function py_line(name, f)
+    local r = stats.py_repr
+    return ("%s FunctionProfile(ncalls=%s, tottime=%s, percall_tottime=%s, cumtime=%s,"
+      .. " percall_cumtime=%s, file_name=%s, line_number=%s)"):format(r(name), r(f.ncalls),
+      r(f.tottime), r(f.percall_tottime), r(f.cumtime), r(f.percall_cumtime), r(f.file_name),
+      r(f.line_number))
+  end
+
+  it("is CPython's StatsProfile: totals and each function rounded as printed", function()
+    local text = STRIP_ADD and STRIP_ADD:match("### get_stats_profile%(%) [^\n]*\n(.-)\n###")
+      or STRIP_ADD and STRIP_ADD:match("### get_stats_profile%(%) [^\n]*\n(.*)$")
+    assert.is_string(text, "golden_strip_add.txt has the get_stats_profile section")
+    local want = {}
+    for line in text:gmatch("[^\n]+") do want[#want + 1] = line end
+    local sp = stats.new(det_data()):sort_stats("cumulative"):get_stats_profile()
+    local got = { stats.py_repr(sp.total_tt) }
+    for _, name in ipairs(sp.names) do got[#got + 1] = py_line(name, sp.func_profiles[name]) end
+    assert.are.same(want, got)
+  end)
+
+  it("keys functions by name (the last of a name stays), -1 for a percall of no call", function()
+    local st = stats.new(collide()):sort_stats("stdname")
+    local sp = st:get_stats_profile()
+    assert.are.same({ "g", "f", "h" }, sp.names) -- /a/m.lua:1(g) sorts first
+    -- /b/util.lua:3(f) comes after /a/util.lua:3(f) by standard name: it is the one kept
+    assert.are.same({ ncalls = "3/1", tottime = 0.25, percall_tottime = 0.083, cumtime = 0.5,
+                      percall_cumtime = 0.5, file_name = "/b/util.lua", line_number = 3 },
+                    sp.func_profiles.f)
+    st.stats[stats.func_key("/c/x.lua", 7, "h")] = { 0, 0, 0, 0, {} }
+    assert.are.equal(-1, st:get_stats_profile().func_profiles.h.percall_tottime)
+    assert.are.same({ total_tt = 0, func_profiles = {}, names = {} }, stats.new():get_stats_profile())
   end)
 end)

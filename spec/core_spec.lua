@@ -395,6 +395,30 @@ describe("the Profile object", function()
     assert.is_false(p:is_enabled())
   end)
 
+  it("create_stats disables it and gives cProfile's stats dict (issue 28, E)", function()
+    local stats = require "cprof.stats"
+    local p = cprof.Profile { timer = "counter" }
+    local rep = string.rep
+    local line = debug.getinfo(1, "l").currentline + 1
+    local function f(n) if n > 0 then return f(n - 1) .. rep("x", 1) end return "" end
+    p:enable()
+    f(2) f(0)
+    local s = p:create_stats()
+    assert.is_false(p:is_enabled())
+    local file = debug.getinfo(1, "S").short_src
+    local fk, ck = stats.func_key(file, line, "f"), stats.func_key("~", 0, "<string.rep>")
+    -- f: 4 calls, 2 of them primitive; string.rep: 2 calls from f
+    local r = s[fk]
+    assert.are.same({ 2, 4 }, { r[1], r[2] })
+    assert.is_true(r[3] > 0 and r[4] >= r[3])
+    local self_edge = r[5][fk]
+    -- { nc, cc, tt, ct }, nc first; as in lsprof, the call through the edge while it was
+    -- already open (f(1) -> f(0)) is the recursive one
+    assert.are.same({ 2, 1 }, { self_edge[1], self_edge[2] })
+    assert.are.same({ 2, 2 }, { s[ck][1], s[ck][2] })
+    assert.are.same({ 2, 2 }, { s[ck][5][fk][1], s[ck][5][fk][2] })
+  end)
+
   it("refuses a second enabled profiler in the same state", function()
     local a, b = cprof.Profile(), cprof.Profile()
     a:enable()
@@ -492,10 +516,67 @@ describe("cprof.run", function()
     assert.is_false(core.hooked())
   end)
 
+  it("prints as CPython's Profile.print_stats: directories stripped, then sorted (issue 28, E)", function()
+    -- two files of one name, each with h at line 1: summed once their folders are gone
+    local a = load("local function h() return 1 end\nreturn function() h() h() end", "@/src/app/mod.lua")()
+    local b = load("local function h() return 2 end\nreturn function() h() end", "@/lib/other/mod.lua")()
+    local p = cprof.Profile { timer = "counter" }
+    local line = debug.getinfo(1, "l").currentline + 1
+    p:runcall(function() a() b() end)
+    local expected = table.concat({
+      "         6 function calls in 11.000 seconds",
+      "",
+      S.jit and ("   cprof: profiled on " .. jit.version .. " with the JIT compiler off: the times"
+        .. " are those of the interpreter\n\n   Ordered by: call count") or "   Ordered by: call count",
+      "",
+      "   ncalls  tottime  percall  cumtime  percall filename:lineno(function)",
+      "        3    3.000    1.000    3.000    1.000 mod.lua:1(h)",
+      "        1    3.000    3.000   11.000   11.000 core_spec.lua:%d(<anon>)",
+      "        1    3.000    3.000    5.000    5.000 mod.lua:2(a)",
+      "        1    2.000    2.000    3.000    3.000 mod.lua:2(b)",
+      "", "", "" }, "\n")
+    local text = capture(function() p:print_stats("calls") end)
+    assert.are.equal(expected:format(line), text)
+    -- cprof.run prints the same way
+    _G.__cprof_spec_g = a
+    text = capture(function() cprof.run("__cprof_spec_g()") end)
+    _G.__cprof_spec_g = nil
+    assert.matches("\n +2 +[%d.]+ +[%d.]+ +[%d.]+ +[%d.]+ mod%.lua:1%(h%)\n", text)
+    assert.not_matches("/src/app/", text)
+  end)
+
   it("runs in a given environment with runctx", function()
     local env = setmetatable({}, { __index = _G })
     local text = capture(function() cprof.runctx("x = 1 + 1", env, nil, nil, "calls") end)
     assert.are.equal(2, env.x)
     assert.matches("Ordered by: call count", text)
+  end)
+end)
+
+describe("cprof.run_module (issue 28, E)", function()
+  it("runs a module's file as a main chunk under a profile, with arg and ... for the run", function()
+    local dir = S.new_dir()
+    S.write_file(dir .. "/rm_greet.lua", "local function g(x) return x end\n"
+      .. "_G.__cprof_spec_seen = { select('#', ...), (...), arg[0], arg[1], g(1) }\n")
+    local saved_path, saved_arg = package.path, rawget(_G, "arg")
+    package.path = dir .. "/?.lua;" .. package.path
+    local path = dir .. "/rm.prof"
+    local ok, p = pcall(cprof.run_module, "rm_greet", path, nil, { "a", "b" })
+    local file = cprof.module_file("rm_greet")
+    package.path = saved_path
+    assert.are.equal(dir .. "/rm_greet.lua", file)
+    local seen = _G.__cprof_spec_seen
+    _G.__cprof_spec_seen = nil
+    assert.is_true(ok, p)
+    assert.are.same({ 2, "a", dir .. "/rm_greet.lua", "a", 1 }, seen)
+    assert.are.equal(saved_arg, rawget(_G, "arg")) -- arg is the program's again
+    local d = cprof.load(path)
+    local names = {}
+    for i = 1, d.frames.n do names[d.frames.name[i]] = d.frames.ncalls[i] end
+    assert.are.equal(1, names.g)
+    assert.are.equal(1, names["<main chunk>"])
+    local e = select(2, pcall(cprof.run_module, "rm_nosuch_module"))
+    assert.matches("^cprof: module 'rm_nosuch_module' not found:\n\tno file ", e)
+    S.remove_dir(dir)
   end)
 end)

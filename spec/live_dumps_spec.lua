@@ -60,7 +60,7 @@ print("steps", n)
     local previous = 0
     for n = 1, 3 do
       os.execute("kill -USR1 " .. pid)
-      local file = ("%s/live.%d.prof"):format(dir, n)
+      local file = ("%s/live.%08d.prof"):format(dir, n)
       assert.is_true(wait_for(file), "dump " .. n .. " written")
       assert.is_true(alive(pid), "the program still runs after dump " .. n)
       local d = cprof.load(file) -- checksums and every section checked
@@ -73,7 +73,7 @@ print("steps", n)
       assert.matches("loop.lua:1%(", out)
     end
     io.open(dir .. "/stop", "w"):close()
-    assert.is_true(wait_for(dir .. "/live.4.prof"), "the dump at exit takes the next number")
+    assert.is_true(wait_for(dir .. "/live.00000004.prof"), "the dump at exit takes the next number")
     for _ = 1, 200 do
       if not alive(pid) then break end
       os.execute("sleep 0.05")
@@ -81,7 +81,7 @@ print("steps", n)
     assert.is_false(alive(pid))
     assert.matches("^steps\t%d+\n$", S.read_file(dir .. "/out"))
     assert.are.equal("", S.read_file(dir .. "/err"))
-    assert.is_nil(S.read_file(dir .. "/live.5.prof"))
+    assert.is_nil(S.read_file(dir .. "/live.00000005.prof"))
   end)
 
   it("with CPROF_RESET=1 the interval dumps add up to the counts of one dump of the whole run", function()
@@ -108,19 +108,19 @@ end
     run(dir .. "/whole.%n.prof", false)
     local sum = {}
     for n = 1, 4 do
-      for k, v in pairs(counts(cprof.load(("%s/part.%d.prof"):format(dir, n)))) do sum[k] = (sum[k] or 0) + v end
+      for k, v in pairs(counts(cprof.load(("%s/part.%08d.prof"):format(dir, n)))) do sum[k] = (sum[k] or 0) + v end
     end
-    assert.is_nil(S.read_file(dir .. "/part.5.prof"))
-    local whole = counts(cprof.load(dir .. "/whole.4.prof"))
+    assert.is_nil(S.read_file(dir .. "/part.00000005.prof"))
+    local whole = counts(cprof.load(dir .. "/whole.00000004.prof"))
     for k, v in pairs(sum) do if v == 0 then sum[k] = nil end end
     for k, v in pairs(whole) do if v == 0 then whole[k] = nil end end
     assert.are.same(whole, sum)
     assert.are.equal(50 * (1 + 2 + 3 + 4), whole[script .. ":2"])
     -- Each interval holds its own round's calls only.
-    local first = counts(cprof.load(dir .. "/part.1.prof"))
+    local first = counts(cprof.load(dir .. "/part.00000001.prof"))
     assert.are.equal(50, first[script .. ":2"])
     assert.are.equal(22, first[script .. ":3"])
-    local third = counts(cprof.load(dir .. "/part.3.prof"))
+    local third = counts(cprof.load(dir .. "/part.00000003.prof"))
     assert.are.equal(150, third[script .. ":2"])
     assert.are.equal(24, third[script .. ":3"])
   end)
@@ -141,7 +141,7 @@ end
       end
     end
     assert.is_true(n >= 1)
-    assert.is_table(cprof.load(("%s/part.%d.prof"):format(dir, n))) -- numbered 1 to n
+    assert.is_table(cprof.load(("%s/part.%08d.prof"):format(dir, n))) -- numbered 1 to n
     local whole = counts(cprof.load(dir .. "/whole.prof"))
     for k, v in pairs(sum) do if v == 0 then sum[k] = nil end end
     for k, v in pairs(whole) do if v == 0 then whole[k] = nil end end
@@ -154,11 +154,11 @@ end
     S.write_file(script, ([[
 local function f() return 1 end
 while not io.open(%q) do for _ = 1, 100 do f() end end
-]]):format(dir .. "/live.2.prof"))
+]]):format(dir .. "/live.00000002.prof"))
     local o, e, status = S.capture(("%s %s -l cprof.auto %s"):format(
       child_env("CPROF_INTERVAL=0.05 CPROF_OUT=" .. S.q(dir .. "/live.%n.prof")), S.lua, S.q(script)))
     assert.are.same({ "", "", 0 }, { o, e, status })
-    assert.is_table(cprof.load(dir .. "/live.1.prof"))
+    assert.is_table(cprof.load(dir .. "/live.00000001.prof"))
     o, e, status = S.run_lua("print(1)", "-l cprof.auto", child_env("CPROF_QUIET=1 CPROF_INTERVAL=soon"))
     assert.are.equal("1\n", o)
     assert.are.equal(0, status)
@@ -191,11 +191,11 @@ for _ = 1, 2 do dump() end
     assert.are.equal("", out)
     assert.are.equal(0, status)
     assert.are.equal(table.concat({
-      ("cprof: live dump: %s/l.1.prof: cannot create a file in %s: No such file or directory (not reported again while it repeats)\n"):format(sub, sub),
-      ("cprof: live dump: %s/l.4.prof: cannot create a file in %s: Not a directory (not reported again while it repeats)\n"):format(sub, sub),
-      ("cprof: live dumps are written again (%s/l.7.prof), after 6 failed\n"):format(sub),
+      ("cprof: live dump: %s/l.00000001.prof: cannot create a file in %s: No such file or directory (not reported again while it repeats)\n"):format(sub, sub),
+      ("cprof: live dump: %s/l.00000004.prof: cannot create a file in %s: Not a directory (not reported again while it repeats)\n"):format(sub, sub),
+      ("cprof: live dumps are written again (%s/l.00000007.prof), after 6 failed\n"):format(sub),
     }), err)
-    assert.are.same({ "l.7.prof", "l.8.prof", "l.9.prof" }, S.listing(sub))
+    assert.are.same({ "l.00000007.prof", "l.00000008.prof", "l.00000009.prof" }, S.listing(sub))
     S.remove_dir(dir)
   end)
 end)
@@ -304,22 +304,37 @@ p:disable()
     local out, err, status = S.capture(child_env("") .. " " .. S.lua .. " " .. S.q(script))
     assert.are.same({ ("false\thandled: %s:5: stack overflow\n"):format(script), "", 0 },
       { out, err, status })
-    local c = counts(cprof.load(dir .. "/live.1.prof"))
+    local c = counts(cprof.load(dir .. "/live.00000001.prof"))
     assert.is_true(c[script .. ":5"] > 10000)
     assert.are.equal(1, c[script .. ":6"])
     S.remove_dir(dir)
   end)
 
   it("names its files with %p, %n and %%, and dumps on demand", function()
-    assert.are.equal(("a.%d.7%%.prof"):format(cprof.getpid()), cprof.dump_name("a.%p.%n%%.prof", 7))
+    assert.are.equal(("a.%d.00000007%%.prof"):format(cprof.getpid()), cprof.dump_name("a.%p.%n%%.prof", 7))
     local dir = S.new_dir()
     local p = cprof.Profile()
     local h = p:live { file = dir .. "/x.%n.prof" }
-    assert.are.equal(dir .. "/x.1.prof", h:dump())
-    assert.are.equal(dir .. "/x.2.prof", h:dump())
+    assert.are.equal(dir .. "/x.00000001.prof", h:dump())
+    assert.are.equal(dir .. "/x.00000002.prof", h:dump())
     h:stop()
-    assert.is_table(cprof.load(dir .. "/x.2.prof"))
+    assert.is_table(cprof.load(dir .. "/x.00000002.prof"))
     S.remove_dir(dir)
+  end)
+
+  it("pads %n so that the names sort as the dumps were written (issue 28, C.4)", function()
+    local names = {}
+    for i, n in ipairs { 1, 2, 9, 10, 11, 99, 100, 86400, 31536000, 99999999 } do
+      names[i] = cprof.dump_name("srv.%n.prof", n)
+    end
+    assert.are.equal("srv.00000001.prof", names[1])
+    assert.are.equal("srv.31536000.prof", names[9])
+    local sorted = { table.unpack(names) }
+    table.sort(sorted)
+    assert.are.same(names, sorted)
+    -- past the digits the number just grows: still the whole number
+    assert.are.equal("srv.100000000.prof", cprof.dump_name("srv.%n.prof", 1e8))
+    assert.are.equal("x.prof", cprof.dump_name("x.prof"))
   end)
 
   it("is one at a time per process, and checks its options", function()

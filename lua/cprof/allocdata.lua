@@ -10,6 +10,7 @@
 local _ENV = require("cprof.env")()
 
 local profdata = require "cprof.profdata"
+local args = require "cprof.args"
 
 local M = {}
 
@@ -76,6 +77,7 @@ end
 --- as meta keys mem_<name> (mem_limit only when there is a limit) and the groups mem_caches,
 --- mem_types, mem_arenas and mem_free_lists.  Returns d.
 function M.set(d, s)
+  args.check(type(d) == "table", d, 1, "set", "profile data")
   if type(s) ~= "table" then profdata.fail("set_allocator needs a table of allocator statistics") end
   d.meta = d.meta or {}
   for _, k in ipairs(profdata.MEM_TOTALS) do d.meta["mem_" .. k] = s[k] or 0 end

@@ -5,7 +5,7 @@
 --- CPROF_SORT: sort keys, comma-separated (default "cumulative").
 --- CPROF_LIMIT: how many rows to print (default 30; 0 or "all" for every row).
 --- CPROF_OUT: write the profile to this file as a dump (%p: the process id, %n: the dump's
----   number, %%: %), and print no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
+---   number in 8 digits, %%: %), and print no report (as python -m cProfile -o does) unless CPROF_REPORT=1.
 --- CPROF_SIGNAL: USR1, USR2 or HUP: on that signal, write a dump while the program runs (to
 ---   CPROF_OUT, or cprof.%p.%n.prof), when a function next returns.
 --- CPROF_INTERVAL: write one such dump every this many seconds.
@@ -26,6 +26,7 @@
 --- CPROF_PID: set by cprof.auto to the process that started profiling; a process started by
 ---   it (a program that runs itself again inherits `-l cprof.auto`) is profiled too, and
 ---   writes its dump to CPROF_OUT with its process id added (".%p") unless the name has %p.
+--- A program that never ran (no script, or one Lua could not load) gets no report and no dump.
 ---
 --- Nothing here reads the program's tables through their metamethods, or needs the globals the
 --- program may change: what is used at exit is kept here when the module loads.
@@ -52,6 +53,7 @@ end
 local cprof = require "cprof"
 local core = require("cprof.version").core()
 local report = require "cprof.report"
+local bias = require "cprof.bias"
 
 local io, getenv, exit, pcall, tostring, tonumber, pairs = io, os.getenv, os.exit, pcall, tostring, tonumber, pairs
 
@@ -84,6 +86,8 @@ local function recursion()
   if ok then return n end
   say("CPROF_RECURSION: " .. string.gsub(tostring(err), "^cprof: ", "") .. "; using the default")
 end
+-- The file patterns the profile was made with ({ exclude, include }), or nil.
+local file_filters
 
 -- CPROF_TIMER names the timer; one that cannot be had is reported and the default is used.
 -- CPROF_LINES=1 adds line events, CPROF_TRACE=1 the time line, CPROF_RECURSION the recursion
@@ -99,6 +103,8 @@ local function new_profile()
   if not ok then
     say("CPROF_EXCLUDE/CPROF_INCLUDE: " .. string.gsub(tostring(err), "^cprof: ", "") .. "; recording every function")
     for k in pairs(filters) do opts[k] = nil end
+  elseif filters.exclude or filters.include then
+    file_filters = { exclude = filters.exclude, include = filters.include }
   end
   local name = getenv("CPROF_TIMER")
   if name == nil or name == "" then return cprof.Profile(opts) end
@@ -175,13 +181,77 @@ do
   end
 end
 
+-- The script, as lua5.4 was given it (a function's file in the profile), or nil.
+local script
+do
+  local a = rawget(_G, "arg")
+  script = type(a) == "table" and type(rawget(a, 0)) == "string" and rawget(a, 0) or nil
+end
+
+-- Why CPROF_EXCLUDE or CPROF_INCLUDE leaves `file` out, or nil when they keep it (filters.c's
+-- rule: an exclude pattern finds it, or no include pattern does).
+local function left_out_by(file)
+  for _, pat in ipairs(file_filters.exclude or {}) do
+    if string.find(file, pat) then return "CPROF_EXCLUDE's '" .. pat .. "'" end
+  end
+  if file_filters.include then
+    for _, pat in ipairs(file_filters.include) do
+      if string.find(file, pat) then return nil end
+    end
+    return "no pattern of CPROF_INCLUDE"
+  end
+end
+
+-- When the file filters left nothing to record (data d has no call), the sentence that says so
+-- and which pattern found which file, the script first; nil otherwise.
+local function nothing_recorded(d)
+  local f = d.frames
+  for i = 1, f.n do
+    if f.ncalls[i] > 0 then return nil end
+  end
+  local reasons, files, seen = {}, {}, {}
+  for i = 1, f.n do
+    local file = f.file[i]
+    local why = f.kind[i] ~= "C" and not seen[file] and left_out_by(file)
+    seen[file] = true
+    if why then
+      if not files[why] then
+        reasons[#reasons + 1], files[why] = why, {}
+      end
+      local list = files[why]
+      if file == script then table.insert(list, 1, file .. " (the script)")
+      else list[#list + 1] = file end
+    end
+  end
+  if #reasons == 0 then return nil end
+  local parts = {}
+  for i, why in ipairs(reasons) do
+    local list = files[why]
+    local shown = {}
+    for k = 1, math.min(#list, 3) do shown[k] = list[k] end
+    if #list > 3 then shown[#shown + 1] = string.format("%d more files", #list - 3) end
+    parts[i] = why .. " found " .. table.concat(shown, ", ")
+  end
+  return "the file filters left nothing to record: " .. table.concat(parts, "; ")
+    .. " (Lua patterns, found anywhere in the file names above: '^/usr/share/lua/' takes one folder)"
+end
+
 local function finish()
   if reported then return end
   reported = true
   prof:disable()
+  if live then live:stop() end
+  local d = prof:snapshot()
+  -- No function ever ran: lua5.4 could not load the script (it has said why) or had none; a
+  -- report or dump of nothing would only bury its message.
+  if d.frames.n == 0 then return end
+  -- (with live dumps that reset, the last interval may hold no call of its own)
+  if file_filters and not (live and live.reset) then
+    local why = nothing_recorded(d)
+    if why then say(why) end
+  end
   local out = getenv("CPROF_OUT")
   local has_out = out ~= nil and out ~= ""
-  if live then live:stop() end
   if has_out then
     local ok, err
     if live then ok, err = pcall(live.dump, live)
@@ -189,8 +259,8 @@ local function finish()
     if not ok then io.stderr:write((string.gsub(tostring(err), "\n", " ")), "\n") end
   end
   if not flag("CPROF_REPORT") and (has_out or flag("CPROF_QUIET")) then return end
-  local ok, err = pcall(report.print, prof:report_data(), { sort = sort_keys(), limit = row_limit(),
-                                                          stream = io.stderr })
+  local ok, err = pcall(report.print, bias.apply(d), { sort = sort_keys(), limit = row_limit(),
+                                                     stream = io.stderr })
   if not ok then say("could not print the report: " .. tostring(err)) end
 end
 
@@ -213,7 +283,7 @@ end
 core.mark_internal(finish)
 core.mark_internal(exit_after_report)
 
--- CPROF_CALIBRATE=1: measure the bias model first (about a second), so that the report
+-- CPROF_CALIBRATE=1: measure the bias model first (a few seconds), so that the report
 -- subtracts it; =save: measure the machine's, in several processes, and keep it
 -- (cprof.save_calibration), which later profiles of the same timer use without being asked.
 local calibrate = getenv("CPROF_CALIBRATE")
@@ -230,7 +300,23 @@ elseif calibrate == "save" then
       k = nil
     end
   end
-  local ok, path, m = pcall(cprof.save_calibration, prof:snapshot().meta.timer, nil, k)
+  local timer, started = prof:snapshot().meta.timer, os.time()
+  -- (without a folder to keep it in, save_calibration says so and measures nothing)
+  if require("cprof.calibrate").dir() then
+    say(string.format("CPROF_CALIBRATE=save: measuring this machine's bias model of timer %s,"
+      .. " in fresh processes one after the other (a line as each ends)", timer))
+  end
+  -- one line per process: a calibration takes seconds each, minutes with the cpu or thread timer
+  local function progress(i, of, model, again)
+    local kinds = {}
+    for j, kind in ipairs(bias.KINDS) do
+      kinds[j] = string.format("%s %.1f", kind, model and model[kind] * 1e9 or 0)
+    end
+    say(string.format("CPROF_CALIBRATE=save: process %d of %d%s done, %d s so far (ns: %s)", i, of,
+      again and " (again: it ran slow)" or "", os.difftime(os.time(), started),
+      table.concat(kinds, ", ")))
+  end
+  local ok, path, m = pcall(cprof.save_calibration, timer, nil, k, progress)
   if ok then
     prof:bias(m)
     say("CPROF_CALIBRATE=save: the bias model is kept in " .. path)

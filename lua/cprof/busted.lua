@@ -1,21 +1,58 @@
 --- cprof.busted: a busted helper that profiles the test run.
 ---
----   busted --helper=cprof.busted [-Xhelper out=FILE,per-file,top=N,exclude=PATTERN]
+---   lua5.4 /usr/bin/busted --helper=cprof.busted [-Xhelper out=FILE,per-file,top=N,exclude=PATTERN]
 ---   lua5.4 -l cprof.auto /usr/bin/busted --helper=cprof.busted     (the same; cprof.auto
 ---                                                                  hands its profile over)
+---   busted --helper=cprof.busted      (where `busted` runs on Lua 5.4 or LuaJIT: Debian's
+---                                      /usr/bin/busted starts `lua`, Lua 5.1 there)
 ---
 --- The profile leaves out busted's own frames and those of the libraries it runs on (luassert,
 --- say, penlight, mediator, cliargs, term, system) and of this helper: their time is charged
---- to the nearest spec function that called them (Profile's `exclude`).  At the end of the run
---- it prints to stderr the slowest spec files and specs with their share of the run, and
---- cprof's report; and writes one dump (out=FILE, default CPROF_OUT or cprof-busted.prof), or,
---- with per-file, one per spec file (FILE with %f: the spec file's name; without %f, the name
---- gets it before its extension), each covering that file only.
+--- to the nearest spec function that called them (Profile's `exclude`).  When the run ends,
+--- after busted's own output, it prints to stderr the slowest spec files and specs with their
+--- share of the run, and cprof's report of the whole run; and writes one dump (out=FILE,
+--- default CPROF_OUT or cprof-busted.prof), or, with per-file, one per spec file (FILE with
+--- %f: the spec file's name; without %f, the name gets it before its extension), each covering
+--- that file only.
 
 local _ENV = require("cprof.env")()
 
+local args = require "cprof.args"
+
+-- The command line of this process (/proc/self/cmdline: busted gives its helpers only their
+-- -Xhelper words), as words; nil where it cannot be read.
+local function process_words()
+  local f = io.open("/proc/self/cmdline", "rb")
+  local text = f and f:read("*a")
+  if f then f:close() end
+  if not text or text == "" then return nil end
+  local words = {}
+  for w in string.gmatch(text, "([^%z]*)%z") do words[#words + 1] = w end
+  return words
+end
+
+-- Under a Lua cprof does not run on, the sentence that says so and names the command that
+-- works: this busted command run by lua5.4. Running it again under another Lua ourselves
+-- would run the program's specs on a Lua they did not ask for.
+do
+  local ok, err = pcall(require("cprof.version").core)
+  if not ok then
+    local words = process_words()
+    local cmd = { "lua5.4" }
+    if words and #words >= 2 then
+      for i = 2, #words do cmd[#cmd + 1] = args.shell_word(words[i]) end
+    else
+      cmd[2] = "/usr/bin/busted --helper=cprof.busted ..."
+    end
+    error(string.format("%s; run busted under Lua 5.4: %s", tostring(err),
+                        table.concat(cmd, " ")), 0)
+  end
+end
+
 local cprof = require "cprof"
 local report = require "cprof.report"
+local profdata = require "cprof.profdata"
+local dump = require "cprof.dump"
 local busted = require "busted"
 
 local M = {}
@@ -46,11 +83,12 @@ end
 --- The patterns of the files busted's run goes through besides the specs.
 function M.excluded()
   local pats = {}
+  -- (cprof's own folder too, by cprof.busted's: per-file dumps are written while it runs)
   for _, m in ipairs { "busted.core", "luassert.assert", "say", "pl.path", "cliargs.core",
-                       "term.core", "system.init" } do
+                       "term.core", "system.init", "cprof.busted" } do
     pats[#pats + 1] = module_dir(m)
   end
-  for _, m in ipairs { "mediator", "busted", "dkjson", "luassert", "say", "cprof.busted" } do
+  for _, m in ipairs { "mediator", "busted", "dkjson", "luassert", "say" } do
     local file = package.searchpath(m, package.path)
     if file then pats[#pats + 1] = prefix_pattern(file) .. "$" end
   end
@@ -134,10 +172,13 @@ function M.start(argv)
   local files, specs = {}, {}
   local file_t0, spec_t0, current_file
   local run_t0 = p:now()
-  local function write(name, reset)
-    local ok, err = pcall(p.dump_stats, p, name, { reset = reset })
-    if ok then io.stderr:write("cprof: wrote ", name, "\n")
-    else io.stderr:write((string.gsub(tostring(err), "\n", " ")), "\n") end
+  -- What the dumps did, said at the end (a line during the run would land among busted's
+  -- progress marks); with per-file, each file's data, summed at the end for the whole run's
+  -- report.
+  local said, parts = {}, {}
+  local function write(name, d)
+    local ok, err = pcall(dump.write, name, d)
+    said[#said + 1] = ok and ("cprof: wrote " .. name) or (string.gsub(tostring(err), "\n", " "))
   end
   busted.subscribe({ "file", "start" }, function(file)
     current_file, file_t0 = file.name, p:now()
@@ -145,7 +186,12 @@ function M.start(argv)
   end)
   busted.subscribe({ "file", "end" }, function(file)
     files[file.name] = (files[file.name] or 0) + (p:now() - file_t0)
-    if o.per_file then write(file_dump(o.out, file.name), true) end
+    if o.per_file then
+      local d = p:dump_data()
+      p:reset()
+      write(file_dump(o.out, file.name), d)
+      parts[#parts + 1] = d
+    end
     return nil, true
   end)
   busted.subscribe({ "test", "start" }, function()
@@ -157,16 +203,26 @@ function M.start(argv)
     specs[name] = (specs[name] or 0) + (p:now() - spec_t0)
     return nil, true
   end)
-  busted.subscribe({ "suite", "end" }, function()
+  -- At busted's exit, after its output handler has printed the result line at the suite's end
+  -- (on stdout, flushed first: a pipe buffers it), once however many times the suite ran.
+  busted.subscribe({ "exit" }, function()
     p:disable()
+    io.stdout:flush()
     local total = p:now() - run_t0
     local function out(s) io.stderr:write(s) end
     slowest("the slowest spec files", files, total, o.top, out)
     slowest("the slowest specs", specs, total, o.top, out)
-    local ok, err = pcall(report.print, p:report_data(), { sort = { "cumulative" }, limit = 20,
-                                                          stream = io.stderr })
+    local d = p:dump_data()
+    if o.per_file then
+      parts[#parts + 1] = d
+      d = profdata.merge((table.unpack or unpack)(parts))
+    else
+      write(cprof.dump_name(o.out, 1), d)
+    end
+    local ok, err = pcall(report.print, d, { sort = { "cumulative" }, limit = 20,
+                                             stream = io.stderr })
     if not ok then out("cprof: could not print the report: " .. tostring(err) .. "\n") end
-    if not o.per_file then write(cprof.dump_name(o.out, 1), false) end
+    if #said > 0 then out(table.concat(said, "\n") .. "\n") end
     return nil, true
   end)
   p:enable()

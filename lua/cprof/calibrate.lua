@@ -158,6 +158,7 @@ end
 --- arithmetic alone missed stretches in which the host slowed calls and cprof's hook, but not
 --- it: bench/README.md, "Accuracy".)
 function M.prober(p)
+  args.check(getmetatable(p) == core.metatable, p, 1, "prober", "cprof.Profile")
   local now, q = core.methods.now, p:sibling(false)
   q:bias(0)
   -- timed the second time: the first warms the caches, which the round before left cold
@@ -172,6 +173,7 @@ end
 --- fastest(probes): the fast end of a list of probe times, their 1st percentile (the very
 --- fastest may be a glitch of the timer).
 function M.fastest(probes)
+  args.check(type(probes) == "table", probes, 1, "fastest", "list of probe times")
   local s = {}
   for i, v in ipairs(probes) do s[i] = v end
   table.sort(s)
@@ -181,6 +183,8 @@ end
 --- at_full_speed(speed, fastest): the indices of the rounds whose speed (the slower of the
 --- probes around each) is within FULL_SPEED of `fastest`.
 function M.at_full_speed(speed, fastest)
+  args.check(type(speed) == "table", speed, 1, "at_full_speed", "list of round speeds")
+  args.check(type(fastest) == "number", fastest, 2, "at_full_speed", "number")
   local kept = {}
   for r, v in ipairs(speed) do
     if v <= M.FULL_SPEED * fastest then kept[#kept + 1] = r end
@@ -190,6 +194,8 @@ end
 
 --- pick(t, idx): the elements of list t at the indices idx, in order.
 function M.pick(t, idx)
+  args.check(type(t) == "table", t, 1, "pick", "table")
+  args.check(type(idx) == "table", idx, 2, "pick", "list of indices")
   local out = {}
   for i, r in ipairs(idx) do out[i] = t[r] end
   return out
@@ -200,6 +206,8 @@ end
 --- (at_full_speed), { prof, plain } of those rounds; when no block has that many, every block
 --- with all its rounds. The second result says which (true: full speed).
 function M.full_speed(blocks, fastest)
+  args.check(type(blocks) == "table", blocks, 1, "full_speed", "list of blocks")
+  args.check(type(fastest) == "number", fastest, 2, "full_speed", "number")
   local votes = {}
   for _, b in ipairs(blocks) do
     local kept = M.at_full_speed(b.speed, fastest)
@@ -275,6 +283,8 @@ end
 --- selected among the pairs rather than sorted: the coroutines' 303 rounds make 91,809 pairs, a
 --- sort of which took 65 ms.
 function M.shift(x, y)
+  args.check(type(x) == "table", x, 1, "shift", "list of numbers")
+  args.check(type(y) == "table", y, 2, "shift", "list of numbers")
   local xs, ys = sorted(x), sorted(y)
   local n1, n2 = #xs, #ys
   local n = n1 * n2
@@ -464,6 +474,7 @@ M.PROCESSES = 5
 --- and half the range of the middle half of the values (the 2nd to the 4th of 5), which a
 --- single odd process does not widen; `processes` lists each kind's values in order.
 function M.combine(models)
+  args.check(type(models) == "table", models, 1, "combine", "list of models")
   local m = { err = {}, processes = {},
               source = string.format("median of %d processes", #models) }
   for _, k in ipairs(bias.KINDS) do
@@ -524,23 +535,29 @@ local function in_child(interpreter, timer, n)
   error(string.format("cprof: calibration in a child process failed (%s): %s%s", err, cmd, said), 0)
 end
 
---- machine(timer, n, k, interpreter, here): the machine's model, measured in k fresh processes
+--- machine(timer, n, k, interpreter, here [, progress]): the machine's model, measured in k fresh processes
 --- of `interpreter` one after the other (two measuring at once would disturb each other) and
 --- combined (combine); measured in this process by here() when that cannot be done (k is 1, no
 --- interpreter is known as with an embedding host, the timer is a function, which a child
 --- cannot have, or io.popen is missing), with source "1 process" (nil when every kind is 0). A
 --- process whose probe (its fastest, Profile:calibrate's `probe`) took more than FULL_SPEED
 --- times the fastest process's is measured again (`remeasured` counts them). A child that
---- fails raises an error naming its command and what it said on stderr.
-function M.machine(timer, n, k, interpreter, here)
+--- fails raises an error naming its command and what it said on stderr. progress(i, k, model,
+--- again), when given, is called as each process ends (again: it measured process i again),
+--- for a calibration that takes a while to say where it is.
+function M.machine(timer, n, k, interpreter, here, progress)
+  local function ended(i, of, m, again)
+    if progress then progress(i, of, m, again) end
+    return m
+  end
   if k <= 1 or type(interpreter) ~= "string" or type(timer) ~= "string"
      or type(io.popen) ~= "function" then
     local m = here()
     if m then m.source = "1 process" end
-    return m
+    return ended(1, 1, m, false)
   end
   local models, again = {}, 0
-  for i = 1, k do models[i] = in_child(interpreter, timer, n) end
+  for i = 1, k do models[i] = ended(i, k, in_child(interpreter, timer, n), false) end
   -- A process the host slowed for its whole calibration measures every kind at about three
   -- times its cost (2 of 30 processes in bench/README.md, "Accuracy"), and its probe ran as
   -- slowly: measured again, RETRIES times at most.
@@ -551,7 +568,7 @@ function M.machine(timer, n, k, interpreter, here)
       if m.probe and m.probe > M.FULL_SPEED * fastest then slow[#slow + 1] = i end
     end
     if #slow == 0 then break end
-    for _, i in ipairs(slow) do models[i] = in_child(interpreter, timer, n) end
+    for _, i in ipairs(slow) do models[i] = ended(i, k, in_child(interpreter, timer, n), true) end
     again = again + #slow
   end
   local m = M.combine(models)
@@ -577,6 +594,7 @@ end
 
 --- The file of the model for a timer, Lua version and cprof version, in folder `dir`.
 function M.path(dir, timer, lua_version, cprof_version)
+  args.check(type(dir) == "string", dir, 1, "path", "string")
   return string.format("%s/calibration-%s-%s-%s.txt", dir, file_word(timer), file_word(lua_version),
                                                 file_word(cprof_version))
 end
@@ -587,6 +605,8 @@ local FILE_KEYS = { "date", "timer", "lua_version", "cprof_version", "confidence
 --- comments) to `path`, through a temporary file
 --- renamed at the end, making its folder; returns path, or nil and a message naming the file.
 function M.save(m, path)
+  args.check(type(m) == "table", m, 1, "save", "model table")
+  args.check(type(path) == "string", path, 2, "save", "string")
   local dir = string.match(path, "^(.*)/[^/]*$")
   if dir and dir ~= "" then os.execute("mkdir -p " .. args.shell_word(dir) .. " 2>/dev/null") end
   local lines = { "# cprof's bias model (docs/MANUAL.md, Calibration): seconds per event" }
@@ -627,6 +647,7 @@ end
 --- Reads a model file: the model (with source "saved DATE"), nil when there is no such file,
 --- or nil and a message naming the file and line when it is not one cprof wrote.
 function M.load(path)
+  args.check(type(path) == "string", path, 1, "load", "string")
   local f = io.open(path, "r")
   if not f then return nil end
   local m, err, ln, at = { err = {} }, nil, 0, nil

@@ -28,8 +28,8 @@ local profdata = require "cprof.profdata"
 local allocdata = require "cprof.allocdata"
 local dump = require "cprof.dump"
 
-local type, next, pcall, error, getmetatable, setmetatable, rawget, rawequal, ipairs =
-  type, next, pcall, error, getmetatable, setmetatable, rawget, rawequal, ipairs
+local type, next, pcall, error, getmetatable, setmetatable, rawget, rawset, rawequal, ipairs =
+  type, next, pcall, error, getmetatable, setmetatable, rawget, rawset, rawequal, ipairs
 
 local function is_profile(v)
   return type(v) == "userdata" and getmetatable(v) == core.metatable
@@ -76,10 +76,11 @@ local function kept_model(p)
   return kept[key] or nil
 end
 
--- Sets profile p's bias: a number (seconds per event, kept by the C profile) or a model.
+-- Sets profile p's bias: a number (seconds per event, kept by the C profile) or a model; either
+-- is checked first (bias.model: a finite number, known kinds).
 local function set_bias(p, b, what)
+  local m = bias_mod.model(b, what)
   if type(b) == "table" then
-    local m = bias_mod.model(b, what)
     raw_bias(p, 0)
     models[p] = m
   else
@@ -104,7 +105,7 @@ function cprof.Profile(opts)
   end
   local ok, p = pcall(core.new, opts)
   if not ok then error(p, 2) end -- reported at the caller's line
-  if type(b) == "table" then
+  if b ~= nil then
     local mok, err = pcall(set_bias, p, b, "option 'bias'")
     if not mok then error(err, 2) end
   elseif b == nil then
@@ -130,6 +131,7 @@ end
 --- turns its line events on or off.
 function methods:sibling(lines)
   check_self(self, "sibling")
+  args.check(lines == nil or type(lines) == "boolean", lines, 1, "sibling", "boolean")
   local q = raw_sibling(self, lines)
   models[q] = models[self]
   return q
@@ -195,13 +197,26 @@ function methods:export(format, out, opts)
   return require("cprof.export").export(format, self, out, opts)
 end
 
---- Prints the report to stdout, sorted by `sort` (default: standard name, as Python does).
+--- p:create_stats(): cProfile's Profile.create_stats: disables the profile and returns its
+--- numbers as pstats holds them (what Python keeps in p.stats; a userdata has no fields of its
+--- own): stats[key] = { cc, nc, tt, ct, callers }, callers[caller_key] = { nc, cc, tt, ct },
+--- keys interned { file, line, name } (cprof.stats.func_key; a C function's is "~", 0,
+--- "<name>"), the bias subtracted as in every report.
+function methods:create_stats()
+  check_self(self, "create_stats")
+  self:disable()
+  return require("cprof.stats").new(self).stats
+end
+
+--- Prints the report to stdout with the directories stripped from file names, sorted by `sort`
+--- (default: standard name), as Python's Profile.print_stats prints
+--- Stats(self).strip_dirs().sort_stats(sort).print_stats().
 function methods:print_stats(sort)
   check_self(self, "print_stats")
   if sort == nil then sort = -1 end
   local err = report.sort_error(sort)
   if err then error(err, 2) end
-  report.print(self:report_data(), { sort = sort })
+  report.print(self:report_data(), { sort = sort, strip_dirs = true })
   return self
 end
 
@@ -269,20 +284,27 @@ end
 --- Measures the bias model of this machine and keeps it: Profile:calibrate(n) with a profile
 --- of `timer` (default the default timer) in `processes` (default 5) fresh processes of this
 --- interpreter, one after the other, and per kind the median (cprof.calibrate.machine; in this
---- process when there is one or no child can be started). Returns the file it wrote, and the
---- model. Profiles of that timer made afterwards use it, in this process and later ones
---- (CPROF_CALIBRATE=save does this).
-function cprof.save_calibration(timer, n, processes)
+--- process when there is one or no child can be started); progress(i, k, model, again), when
+--- given, is called as each process ends. Returns the file it wrote, and the model. Profiles
+--- of that timer made afterwards use it, in this process and later ones (CPROF_CALIBRATE=save
+--- does this, saying on stderr how far it is).
+function cprof.save_calibration(timer, n, processes, progress)
   local dir = calibrate_mod.dir()
   if not dir then error("cprof: no folder for the calibration: set XDG_CACHE_HOME or HOME", 2) end
   processes = processes or calibrate_mod.PROCESSES
   args.check(type(processes) == "number" and processes >= 1 and processes % 1 == 0, processes, 3,
              "save_calibration", "a whole number of processes, 1 or more")
+  args.check(timer == nil or type(timer) == "string" or type(timer) == "function", timer, 1,
+             "save_calibration", "timer name or function")
   n = check_calls(n, 2, "save_calibration")
-  local p = cprof.Profile { timer = timer, bias = 0 }
+  args.check(progress == nil or type(progress) == "function", progress, 4, "save_calibration",
+             "function")
+  local pok, p = pcall(cprof.Profile, { timer = timer, bias = 0 })
+  if not pok then error(p, 2) end
   local meta = raw_snapshot(p).meta
   local ok, m = pcall(calibrate_mod.machine, type(timer) == "function" and timer or meta.timer,
-                      n, processes, interpreter_at_load, function() return p:calibrate(n) end)
+                      n, processes, interpreter_at_load, function() return p:calibrate(n) end,
+                      progress)
   if not ok then error(m, 2) end
   if not m then error("cprof: the calibration found every kind of event free: nothing to keep", 2) end
   m.date = m.date or os.date("!%Y-%m-%d %H:%M UTC")
@@ -348,12 +370,22 @@ function methods:dump_stats(file, opts)
   return self
 end
 
+--- The digits %n has at least (zeros in front): the names of a server's dumps, one a second
+--- for three years, list in the order they were written (`ls`, a shell's `*`).
+cprof.DUMP_NUMBER_DIGITS = 8
+local DUMP_NUMBER = string.format("%%0%d.0f", cprof.DUMP_NUMBER_DIGITS)
+
 --- A dump file name: `pattern` with %p replaced by the process id, %n by `seq` (the dump's
---- number) and %% by %.
+--- number, a whole number of at least DUMP_NUMBER_DIGITS digits) and %% by %.
 function cprof.dump_name(pattern, seq)
+  args.check(type(pattern) == "string", pattern, 1, "dump_name", "string")
+  if seq ~= nil or string.find(string.gsub(pattern, "%%%%", ""), "%%n") then
+    args.check(type(seq) == "number" and seq >= 0 and seq < 2^53 and seq % 1 == 0, seq, 2,
+               "dump_name", "whole number of the dump, 0 or more")
+  end
   return (string.gsub(pattern, "%%([%%pn]?)", function(c)
     if c == "p" then return tostring(process_id()) end
-    if c == "n" then return tostring(seq) end
+    if c == "n" then return string.format(DUMP_NUMBER, seq) end
     return "%"
   end))
 end
@@ -363,16 +395,26 @@ local Live = {}
 Live.__index = Live
 args.name_objects(Live, "cprof.Live")
 
+local function check_live(h, fname)
+  args.check_self(getmetatable(h) == Live, h, fname, "cprof.Live", 1)
+end
+
 --- Writes the next dump now (its file name with the next number); returns the name.
 function Live:dump()
+  check_live(self, "dump")
   self.n = self.n + 1
   local name = self.name(self.n)
+  if type(name) ~= "string" then
+    error(string.format("cprof: live dump %d: the function given as option 'file' of live returned"
+      .. " %s, not a file name", self.n, args.typename(name)), 2)
+  end
   self.profile:dump_stats(name, { reset = self.reset })
   return name
 end
 
 --- No more signals or timer: what asks for dumps is gone (the profile goes on).
 function Live:stop()
+  check_live(self, "stop")
   self.handle:stop()
 end
 Live.__close = Live.stop
@@ -445,10 +487,9 @@ function cprof.load(file)
   return d
 end
 
-local function compile(code, env)
-  if type(code) ~= "string" then
-    error(string.format("cprof: code to profile must be a string of Lua, not a %s", type(code)), 3)
-  end
+-- `code` compiled with environment `env`; a bad `code` is argument #1 of public function fname.
+local function compile(code, env, fname)
+  args.check(type(code) == "string", code, 1, fname, "string of Lua", 1)
   local chunk, err = load(code, code, "t", env)
   if not chunk then error("cprof: " .. err, 3) end
   -- LuaJIT's load has no env argument.
@@ -488,7 +529,7 @@ end
 --- Profiles `code` (a string of Lua) run in the global environment. Returns the profile.
 function methods:run(code)
   check_self(self, "run")
-  self:runcall(compile(code, _G))
+  self:runcall(compile(code, _G, "run"))
   return self
 end
 
@@ -496,7 +537,7 @@ end
 function methods:runctx(code, env, locals)
   check_self(self, "runctx")
   check_scope(env, locals)
-  local ok, err = run_scoped(self, compile(code, locals or env), env, locals)
+  local ok, err = run_scoped(self, compile(code, locals or env, "runctx"), env, locals)
   if not ok then error(err, 0) end
   return self
 end
@@ -527,7 +568,7 @@ function cprof.run(code, filename, sort)
   if filename ~= nil then dump.check_path(filename, "run", 2, 2) end
   check_sort(sort)
   local p = cprof.Profile()
-  local chunk = compile(code, _G)
+  local chunk = compile(code, _G, "run")
   local ok, err = pcall(p.runcall, p, chunk)
   return finish(p, filename, sort, ok, err)
 end
@@ -538,8 +579,44 @@ function cprof.runctx(code, env, locals, filename, sort)
   if filename ~= nil then dump.check_path(filename, "runctx", 2, 4) end
   check_sort(sort)
   local p = cprof.Profile()
-  local chunk = compile(code, locals or env)
+  local chunk = compile(code, locals or env, "runctx")
   return finish(p, filename, sort, run_scoped(p, chunk, env, locals))
+end
+
+--- cprof.module_file(name): the file of the Lua module `name` on package.path, the one require
+--- would load; raises "cprof: module 'name' not found:" and require's list of the places tried.
+function cprof.module_file(name)
+  args.check(type(name) == "string", name, 1, "module_file", "string")
+  local file, err = package.searchpath(name, package.path)
+  -- (LuaJIT's list starts with a line break, Lua 5.4's with its first place)
+  if not file then
+    error(string.format("cprof: module '%s' not found:\n\t%s", name, (string.gsub(err, "^%s+", ""))), 2)
+  end
+  return file
+end
+
+--- cprof.run_module(name [, filename [, sort [, args]]]): `python -m cProfile -m name` from Lua:
+--- the Lua module `name`, found on package.path as require finds it, its file run as a main
+--- chunk under a new profile, with the list `args` as its `...` and, while it runs, the global
+--- `arg` { [0] = its file, args... } (as runpy's alter_sys); then the report or the dump, and
+--- an error of the module, as cprof.run. Returns the Profile.
+function cprof.run_module(name, filename, sort, list)
+  args.check(type(name) == "string", name, 1, "run_module", "string")
+  if filename ~= nil then dump.check_path(filename, "run_module", 2, 2) end
+  check_sort(sort)
+  args.check(list == nil or type(list) == "table", list, 4, "run_module", "list of arguments")
+  local ok, file = pcall(cprof.module_file, name)
+  if not ok then error(file, 2) end
+  local chunk, lerr = loadfile(file)
+  if not chunk then error("cprof: " .. lerr, 2) end
+  local words, n = { [0] = file }, list and #list or 0
+  for i = 1, n do words[i] = rawget(list, i) end
+  local saved = rawget(_G, "arg")
+  rawset(_G, "arg", words)
+  local p = cprof.Profile()
+  local ok, res = pcall(p.runcall, p, chunk, (table.unpack or unpack)(words, 1, n))
+  rawset(_G, "arg", saved)
+  return finish(p, filename, sort, ok, res)
 end
 
 --- The profiles of cprof.region, by name.
@@ -551,6 +628,7 @@ cprof.regions = {}
 --- disables it, and the next region of the same name adds to it (cprof.regions[name]).
 function cprof.region(name, opts)
   args.check(type(name) == "string", name, 1, "region", "string")
+  args.check(opts == nil or type(opts) == "table", opts, 2, "region", "table of options")
   local p = cprof.regions[name]
   if p == nil then
     local ok, made = pcall(cprof.Profile, opts)

@@ -46,8 +46,8 @@ Stats.__index = Stats
 M.Stats = Stats
 args.name_objects(Stats, "Stats")
 
-local type, pairs, ipairs, select, error, pcall, setmetatable, getmetatable, rawget =
-  type, pairs, ipairs, select, error, pcall, setmetatable, getmetatable, rawget
+local type, pairs, ipairs, select, error, pcall, setmetatable, getmetatable, rawget, tonumber =
+  type, pairs, ipairs, select, error, pcall, setmetatable, getmetatable, rawget, tonumber
 local next, floor, concat, rawequal = next, math.floor, table.concat, rawequal
 local unpack = table.unpack or unpack
 local func_std_string = funckey.func_std_string
@@ -397,6 +397,7 @@ end
 --- Returns self.
 function Stats:print_tree(opts)
   check_report(self, "print_tree")
+  args.check(opts == nil or type(opts) == "table", opts, 1, "print_tree", "table of options")
   local m = require("cprof.export").model(self)
   local buf = {}
   require("cprof.report.tree").write(m, function(s) buf[#buf + 1] = s end, opts)
@@ -414,6 +415,41 @@ end
 function Stats:entries()
   args.check_self(getmetatable(self) == Stats, self, "entries", "Stats")
   return rows.entries(self)
+end
+
+-- A time as get_stats_profile gives it: rounded through pstats' f8 ("%8.3f") and read back.
+local function f8_number(x)
+  return tonumber(string.format("%.3f", x))
+end
+
+--- get_stats_profile(): pstats' get_stats_profile (Python 3.9+), the report as data:
+---   { total_tt, func_profiles = { [name] = { ncalls, tottime, percall_tottime, cumtime,
+---     percall_cumtime, file_name, line_number } }, names }
+--- in the current order (sorted, or insertion order). As in CPython, the times are rounded to
+--- what the report prints (f8), a percall whose count is 0 is -1, ncalls is the report's text
+--- ("75/3"), and func_profiles is keyed by the function's name alone, so that of functions
+--- sharing a name the last one stays; `names` (cprof's) lists the names in the order of
+--- Python's dict (each where it first came).
+function Stats:get_stats_profile()
+  args.check_self(getmetatable(self) == Stats, self, "get_stats_profile", "Stats")
+  local list = self.fcn_list or self.order
+  local profiles, names = {}, {}
+  if #list == 0 then return { total_tt = 0, func_profiles = profiles, names = names } end
+  for _, key in ipairs(list) do
+    local cc, nc, tt, ct = unpack(self.stats[key], 1, 4)
+    local name = key[3]
+    if profiles[name] == nil then names[#names + 1] = name end
+    profiles[name] = {
+      ncalls = text_report.calls_text(nc, cc),
+      tottime = f8_number(tt),
+      percall_tottime = nc == 0 and -1 or f8_number(tt / nc),
+      cumtime = f8_number(ct),
+      percall_cumtime = cc == 0 and -1 or f8_number(ct / cc),
+      file_name = key[1],
+      line_number = key[2],
+    }
+  end
+  return { total_tt = f8_number(self.total_tt), func_profiles = profiles, names = names }
 end
 
 --- select(...restrictions): the keys that print_stats(...) would print, in order, and what

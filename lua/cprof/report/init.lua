@@ -104,6 +104,8 @@ end
 --- report.print_views(st, opts): what report.show does after report.prepare: prints opts.views
 --- with the restrictions opts.limit.  Returns st.
 function report.print_views(st, opts)
+  args.check(stats.is_stats(st), st, 1, "print_views", "Stats")
+  opts = check_opts(opts, "print_views")
   for _, view in ipairs(opts.views or { "stats" }) do
     local method = VIEWS[view]
     if opts.limit == nil or WHOLE[view] then st[method](st) else apply(st, method, opts.limit) end

@@ -97,6 +97,11 @@ local function percent(x)
   return sformat(x < 0.1 and x > -0.1 and "%.2f%%" or "%.1f%%", x)
 end
 
+-- The data's timer as the overhead line names it.
+local function timer_name(meta)
+  return type(meta.timer) == "string" and sanitize.display(meta.timer) or "profile's"
+end
+
 --- The header line on how much of `total` (seconds) is cprof's own overhead (meta from
 --- cprof.bias.apply): subtracted, and how uncertain the rest is, or, uncalibrated, estimated.
 --- nil when the meta says nothing of it.
@@ -121,9 +126,15 @@ function M.overhead_line(meta, total)
     return sformat("   cprof: calibrated (%s): %s of the measured time was cprof's overhead and" ..
                    " is subtracted; %s", src, raw > 0 and percent(100 * sub / raw) or "-", rest)
   elseif type(est) == "number" and est > 0 and total > 0 then
-    return sformat("   cprof: not calibrated: about %s of this total is cprof's own overhead" ..
-                   " (typical costs; CPROF_CALIBRATE=save or Profile:calibrate() measures them)",
-                   percent(math.min(100, 100 * est / total)))
+    local share = percent(math.min(100, 100 * est / total))
+    return sformat("   cprof: not calibrated: %s of this total is cprof's own overhead" ..
+                   " (typical costs of the %s timer; CPROF_CALIBRATE=save or Profile:calibrate()" ..
+                   " measures them)", meta.overhead_at_least == true and share .. " or more"
+                   or "about " .. share, timer_name(meta))
+  elseif est == false then
+    return sformat("   cprof: not calibrated: how much of this total is cprof's own overhead is" ..
+                   " not known for the %s timer (Profile:calibrate() measures it)",
+                   timer_name(meta))
   end
 end
 
